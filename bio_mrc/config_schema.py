@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import json
 import math
 import numbers
 import types
@@ -22,6 +23,7 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 
 from .errors import ConfigError
+from .json_syntax import json_value
 
 BOUNDS = {"minimum": "minimum", "exclusive_minimum": "exclusiveMinimum", "maximum": "maximum",
           "exclusive_maximum": "exclusiveMaximum", "min_length": "minLength"}
@@ -103,18 +105,30 @@ def schema_errors(instance: Any, schema: Mapping[str, Any]) -> list[str]:
     found = []
     for error in sorted(Validator(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
         # a schema's own "problem" says in words what a pattern means
-        message = f"{error.schema['problem']}; got {error.instance!r}" if "problem" in error.schema else error.message
+        message = f"{error.schema['problem']}; got {json_value(error.instance)}" if "problem" in error.schema else schema_message(error)
         if error.validator == "additionalProperties":
             message = _unknown_keys(error.instance, error.schema.get("properties", {}))
         found.append(f"{_key_path(error.absolute_path) or 'top level'}: {message}")
     return found + [f"{_key_path(path)}: {value!r} is not a finite number" for path, value in _non_finite(instance, ())]
 
 
+def schema_message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's words for ``error`` with the value it got, and a type or choice it names, as JSON spells them
+    (``"5" is not of type "integer"``, ``true``): jsonschema quotes them as Python writes them (``'5'``, ``True``)."""
+    if error.validator == "type":
+        types = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
+        return f"{json_value(error.instance)} is not of type {', '.join(json.dumps(kind) for kind in types)}"
+    if error.validator == "enum":
+        return f"{json_value(error.instance)} is not one of {json.dumps(error.validator_value, ensure_ascii=False)}"
+    python = repr(error.instance)
+    return json_value(error.instance) + error.message[len(python):] if error.message.startswith(python) else error.message
+
+
 def _unknown_keys(found: Mapping[str, Any], known: Mapping[str, Any]) -> str:
     """Name the unknown keys, with the known key each one most likely misspells."""
     unknown = [key for key in found if key not in known]
     guesses = {key: difflib.get_close_matches(key, list(known), n=1) for key in unknown}
-    named = ", ".join(f"{key!r}" + (f" (did you mean {guesses[key][0]!r}?)" if guesses[key] else "") for key in unknown)
+    named = ", ".join(json_value(key) + (f" (did you mean {json_value(guesses[key][0])}?)" if guesses[key] else "") for key in unknown)
     return f"unknown key{'s' if len(unknown) > 1 else ''} {named}; the known keys are {', '.join(known)}"
 
 
@@ -186,4 +200,4 @@ def _plain_number(value: Any) -> Any:
 
 
 __all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema",
-           "schema_errors", "unasked_defaults", "unasked_fields", "whole_number"]
+           "schema_errors", "schema_message", "unasked_defaults", "unasked_fields", "whole_number"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config_schema import Validator
-from .errors import shown_value
+from .config_schema import Validator, schema_message
+from .json_syntax import json_value
 from .evaluation_record import EVAL_FILE
 from .question_fingerprint import MAX_BASE64_CHARS, MAX_QUESTIONS, fingerprint_problem
 
@@ -79,7 +79,7 @@ RECORD_SCHEMAS = {RUN_FILE: RUN_RECORD_SCHEMA, EVAL_FILE: EVAL_RECORD_SCHEMA}
 
 def record_problem(name: str, record: Any) -> str | None:
     """What is wrong with the record ``name`` (a key of :data:`RECORD_SCHEMAS`) as the card reads it, in one line
-    naming the field (``train.encoder: 5 is not of type 'string', 'null'``); None when nothing is."""
+    naming the field (``train.encoder: 5 is not of type "string", "null"``); None when nothing is."""
     errors = sorted(Validator(RECORD_SCHEMAS[name]).iter_errors(record), key=lambda error: [str(p) for p in error.absolute_path])
     if not errors:
         fingerprint = record.get("training_questions") if name == RUN_FILE else None
@@ -87,7 +87,7 @@ def record_problem(name: str, record: Any) -> str | None:
         return f"training_questions.{problem}" if problem else None
     error = errors[0]
     where = ".".join(str(part) for part in error.absolute_path) or "top level"
-    problem = f"{shown_value(error.instance)} is not {error.schema['problem']}" if "problem" in error.schema else error.message
+    problem = f"{json_value(error.instance)} is not {error.schema['problem']}" if "problem" in error.schema else schema_message(error)
     return f"{where}: {problem if len(problem) <= 200 else problem[:200] + '…'}"
 
 

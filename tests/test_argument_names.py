@@ -107,12 +107,18 @@ def test_every_argument_a_message_builds_is_a_flag_of_the_command_line(argument_
     questions) is no literal the test above reads: each place that builds one is reached here, from the command line,
     and every name it gives is a flag."""
     from bio_mrc.cli.options import argument_flags
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.inference.streaming import check_run_record
 
     said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "hub"), "--encoder",
                        str(tiny_encoder_dir), "--hub-model-id", "me/m", "--hub-strategy", "end", "--hub-private-repo",
                        *WINDOW_FLAGS)
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(three_answers[0]), "--limit", "4",
                  "--only-predicted"]) == 0
+    record = tmp_path / "preds.answers.run.json"  # a resumed stream names the option that differs from its record's
+    record.write_text(json.dumps({"chunk_size": 2}), encoding="utf-8")
+    with pytest.raises(DataFormatError, match="made with chunk_size 2"):
+        check_run_record(record, {"chunk_size": 1})
     flags = argument_flags(build_parser(), None)
     assert sorted({name for name, _, _ in argument_spy if name not in flags and f"{name}=False" not in flags}) == []
     reached = {(path, where) for _, path, where in argument_spy}
@@ -311,13 +317,13 @@ def test_train_model_names_its_keywords_for_its_folder_and_its_evaluations(tiny_
     evaluating = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, training_args={"eval_strategy": "epoch"},
                              **WINDOWS)
     said = python_refusal(train_model, examples[:2], evaluating, tmp_path / "evaluating")
-    assert said == "training_args eval_strategy 'epoch' needs questions to evaluate on (evaluator)"
+    assert said == "training_args eval_strategy \"epoch\" needs questions to evaluate on (evaluator)"
 
 
 def test_train_names_its_flags_for_a_package_option_and_a_trained_model(tiny_encoder_dir, tmp_path, capsys):
     train = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), *WINDOW_FLAGS]
     said = cli_refusal(capsys, *train, "--encoder", str(tiny_encoder_dir), "--training-args", '{"seed": 3}')
-    assert said == "error: training_args: 'seed' is the package's own: set --seed; data_seed may differ from it"
+    assert said == 'error: training_args: "seed" is the package\'s own: set --seed; data_seed may differ from it'
     model = tmp_path / "trained"
     model.mkdir()
     for item in tiny_encoder_dir.iterdir():
@@ -346,7 +352,7 @@ def test_train_takes_no_hub_revision(tiny_encoder_dir, tmp_path):
                     "hub_private_repo=True beside push_to_hub=True")
     with pytest.raises(ConfigError) as refused:
         TrainConfig(training_args={"hub_revision": "main"})
-    assert str(refused.value) == ("training_args: 'hub_revision' publishes the model, which only a training's network options "
+    assert str(refused.value) == ("training_args: \"hub_revision\" publishes the model, which only a training's network options "
                                   "ask for (no comparison does): push_to_hub=True")
 
 
@@ -527,7 +533,7 @@ def test_a_network_option_in_training_args_names_the_network_argument(values, py
     from bio_mrc.training.config import TrainConfig
 
     said = python_refusal(TrainConfig, training_args=values)
-    assert said.startswith(f"training_args: {'report_to ' + repr(values['report_to']) if 'report_to' in values else repr(next(iter(values)))}")
+    assert said.startswith(f"training_args: {'report_to ' + json.dumps(values['report_to']) if 'report_to' in values else json.dumps(next(iter(values)))}")
     assert ", which only a training's network options ask for (no comparison does): " + python in said
     said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"),
                        "--training-args", json.dumps(values))

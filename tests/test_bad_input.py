@@ -583,7 +583,7 @@ def test_a_bad_comparison_config_is_named(tmp_path):
 
     path = tmp_path / "ablation.json"
     path.write_text(json.dumps({"runs": [{"name": "a", "heads_": "span"}], "train": {"path": "x"}, "eval": {"path": "y"}}))
-    with pytest.raises(DataFormatError, match="runs\\[0\\]: unknown key 'heads_' \\(did you mean 'heads'\\?\\)") as info:
+    with pytest.raises(DataFormatError, match="runs\\[0\\]: unknown key \"heads_\" \\(did you mean \"heads\"\\?\\)") as info:
         load_config(path)
     assert info.value.source == str(path)
     path.write_text('{"runs": [')

@@ -44,33 +44,33 @@ def test_every_committed_config_passes_a_stock_validator_of_the_published_schema
 
 @pytest.mark.parametrize("change, message", [
     ({"eval": None}, "top level: 'eval' is a required property"),
-    ({"seeds": "42"}, "seeds: '42' is not of type 'array'"),
+    ({"seeds": "42"}, 'seeds: "42" is not of type "array"'),
     ({"seeds": []}, "seeds: [] should be non-empty"),
-    ({"seeds": [1.5]}, "seeds[0]: 1.5 is not of type 'integer'"),
+    ({"seeds": [1.5]}, 'seeds[0]: 1.5 is not of type "integer"'),
     ({"seeds": [2**40]}, "seeds[0]: 1099511627776 is greater than the maximum of 4294967295"),
-    ({"train": {"path": "a", "limit": "5"}}, "train.limit: '5' is not of type 'integer', 'null'"),
+    ({"train": {"path": "a", "limit": "5"}}, 'train.limit: "5" is not of type "integer", "null"'),
     ({"train": {"path": "a", "split": {"fractions": [0.5, 0.5], "part": 2}}}, "train: split.part is 0 to 1"),
     ({"train": {"path": "a", "split": {"fractions": [0.5, 0.6], "part": 1}}}, "train: split.fractions sum to 1"),
-    ({"runs": [{"name": "j", "heads": "crf"}]}, "runs[0].heads: 'crf' is not one of ['span', 'bio', 'span+bio']"),
+    ({"runs": [{"name": "j", "heads": "crf"}]}, 'runs[0].heads: "crf" is not one of ["span", "bio", "span+bio"]'),
     ({"defaults": {"batch_size": 0}}, "defaults.batch_size: 0 is less than the minimum of 1"),
     ({"runs": [{"name": "j", "doc_stride": -1}]}, "runs[0].doc_stride: -1 is less than the minimum of 0"),
     ({"runs": [{"name": "a"}, {"name": "j", "epochs": math.nan}]}, "runs[1].epochs: nan is not a finite number"),
     ({"runs": [{"name": "j", "epochs": 0}]}, "runs[0].epochs: 0 is less than or equal to the minimum of 0"),
     ({"runs": [{"name": "j", "epochs": -1}]}, "runs[0].epochs: -1 is less than or equal to the minimum of 0"),
-    ({"defaults": {"learning_rate": "1e-4"}}, "defaults.learning_rate: '1e-4' is not of type 'number'"),
-    ({"decode": {"n_best": 2.5}}, "decode.n_best: 2.5 is not of type 'integer'"),
+    ({"defaults": {"learning_rate": "1e-4"}}, 'defaults.learning_rate: "1e-4" is not of type "number"'),
+    ({"decode": {"n_best": 2.5}}, 'decode.n_best: 2.5 is not of type "integer"'),
     ({"decode": {"n_best": -1}}, "decode.n_best: -1 is less than the minimum of 1"),
     ({"runs": [{"name": "j", "max_query_length": 0}]}, "runs[0].max_query_length: 0 is less than the minimum of 1"),
     ({"decode": {"max_answer_length": 0}}, "decode.max_answer_length: 0 is less than the minimum of 1"),
     ({"eval": {"path": "b", "limit": 0}}, "eval.limit: 0 is less than the minimum of 1"),
     ({"runs": [{"name": "j", "max_seq_length": 64}]}, "runs[0]: doc_stride (128) must leave room"),
-    ({"runs": [{"name": "j"}, {"name": "j"}]}, "runs: run names are unique; ['j'] appear more than once"),
+    ({"runs": [{"name": "j"}, {"name": "j"}]}, 'runs: run names are unique; ["j"] appear more than once'),
     ({"runs": [{"name": "span"}, {"name": "Span", "heads": "span"}]},
      "runs: run names differ beyond letter case, since they name files and some systems do not tell case apart; "
-     "['span', 'Span'] differ only in case"),
-    ({"defaults": {"training_args": {"nonsense_arg": 1}}}, "defaults: training_args: 'nonsense_arg' is not a TrainingArguments field"),
+     '["span", "Span"] differ only in case'),
+    ({"defaults": {"training_args": {"nonsense_arg": 1}}}, 'defaults: training_args: "nonsense_arg" is not a TrainingArguments field'),
     ({"cross_validation": {"folds": 1}, "train": None}, "cross_validation.folds: 1 is less than the minimum of 2"),
-    ({"runs": [{"name": "j", "batch_size": True}]}, "runs[0].batch_size: True is not of type 'integer'"),
+    ({"runs": [{"name": "j", "batch_size": True}]}, 'runs[0].batch_size: true is not of type "integer"'),
     ({"runs": [{"name": "j", "bio_prior": [0.1, 0.2]}]}, "runs[0].bio_prior: [0.1, 0.2] is too short"),
     ({"runs": [{"name": "j", "attention_dropout": 1.0}]}, "runs[0].attention_dropout: 1.0 is greater than or equal to the maximum of 1"),
 ])
@@ -145,18 +145,34 @@ def test_a_name_ending_in_a_newline_is_refused_by_the_loader_and_the_published_s
     """Python's "$" matched before a final newline, so "span\\n" passed and named a model folder and report rows."""
     raw = {**MINIMAL, "name": "quick\n"} if key == "name" else {**MINIMAL, "runs": [{"name": "span\n", "heads": "span"}]}
     where = "name" if key == "name" else "runs[0].name"
-    with pytest.raises(ConfigError, match=re.escape(where) + ": a name becomes a file name, .*; got '(quick|span)\\\\n'$"):
+    with pytest.raises(ConfigError, match=re.escape(where) + ': a name becomes a file name, .*; got "(quick|span)\\\\n"$'):
         parse_config(raw)
     assert list(jsonschema.Draft202012Validator(json.loads(PUBLISHED.read_text())).iter_errors(raw))
     assert parse_config({**MINIMAL, "name": "quick", "runs": [{"name": "span", "heads": "span"}]}).runs[0].name == "span"
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"baseline": "joint/spam"}, "baseline: unknown cell(s) ['joint/spam'] (did you mean 'joint/span' for 'joint/spam'?)"),
+    ({"runs": [{"name": "j", "fold_training_share": 0.5}]}, 'runs ["j"]: \'fold_training_share\' is a share of each'),
+    ({"runs": [{"name": "j", "training_args": {"eval_strategy": "steps", "eval_steps": 5}}]}, 'runs ["j"] evaluate during training'),
+    ({"runs": [{"name": "j", "training_args": {"lr": 1}}]}, 'runs[0]: training_args: "lr" is not a TrainingArguments field'),
+])
+def test_the_runs_a_config_refuses_are_named_as_the_file_spells_them(change, message):
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        parse_config({**MINIMAL, **change})
+
+
+def test_a_run_the_command_line_keeps_that_the_config_lacks_is_named_as_the_file_spells_it():
+    with pytest.raises(ConfigError, match="^" + re.escape('unknown run(s) ["jiont"]; the runs of "comparison" are ["joint"]') + "$"):
+        parse_config(MINIMAL).with_overrides(runs=["jiont"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"baseline": "joint/spam"}, 'baseline: unknown cell(s) ["joint/spam"] (did you mean "joint/span" for "joint/spam"?)'),
     ({"contrasts": [["joint/span", "joint/bio"], ["joint/bio", "jiont/joint"]]},
-     "contrasts[1][1]: unknown cell(s) ['jiont/joint'] (did you mean 'joint/joint' for 'jiont/joint'?)"),
+     'contrasts[1][1]: unknown cell(s) ["jiont/joint"] (did you mean "joint/joint" for "jiont/joint"?); the cells (run/decoding) are '
+     '["joint/span", "joint/bio", "joint/joint"]'),
     ({"contrasts": [["joint/span", "joint/bio"], ["joint/bio", "joint/bio"]]},
-     "contrasts[1]: a contrast compares two different cells; got ['joint/bio', 'joint/bio']"),
+     'contrasts[1]: a contrast compares two different cells; got ["joint/bio", "joint/bio"]'),
     ({"baseline_left_out": "gone"}, 'baseline_left_out: "gone" is not a cell label of the form run/decoding'),
     ({"baseline_left_out": "gone/spam"}, 'baseline_left_out: "gone/spam" names no decoding; the decodings are span, bio, joint'),
 ])
@@ -193,7 +209,7 @@ def test_a_config_may_name_its_schema_for_editors():
 def test_the_dataclasses_refuse_out_of_range_values_from_python_too():
     with pytest.raises(ConfigError, match="TrainConfig: epochs: 0 is less than or equal to the minimum of 0"):
         TrainConfig(epochs=0)
-    with pytest.raises(ConfigError, match="TrainConfig: batch_size: 2.0 is not of type 'integer'"):
+    with pytest.raises(ConfigError, match='TrainConfig: batch_size: 2.0 is not of type "integer"'):
         TrainConfig(batch_size=2.0)
     with pytest.raises(ConfigError, match="DecodeConfig: n_best: 0 is less than the minimum of 1"):
         DecodeConfig(n_best=0)

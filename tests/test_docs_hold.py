@@ -220,6 +220,15 @@ def _baseline_of_a_kept_run(tmp_path) -> str:
     return str(refused.value)
 
 
+def _config_problem(change: dict) -> str:
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.harness.config import parse_config
+
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "joint"}], **change})
+    return str(refused.value)
+
+
 QUOTED_PROBLEMS = {  # each case's problem, which docs/reliability.md quotes as it is said (values as JSON spells them)
     "a key misspelt": lambda tmp: _load_problem(tmp, "d.jsonl", json.dumps({"Question": "Who?", "context": "Ada."}) + "\n"),
     "a column misspelt": lambda tmp: _load_problem(tmp, "d.csv", 'question,context, id\nWho?,"Ada.",x\n'),
@@ -231,6 +240,9 @@ QUOTED_PROBLEMS = {  # each case's problem, which docs/reliability.md quotes as 
                                                        "Paris is the capital of Spain."),
     "an MRQA answer without text": lambda tmp: _mrqa_problem(tmp, {"char_spans": [[13, 18]]}),
     "a baseline left out of a kept run": _baseline_of_a_kept_run,
+    "a contrast of a cell with itself": lambda tmp: _config_problem({"contrasts": [["joint/span", "joint/bio"], ["joint/bio", "joint/bio"]]}),
+    "run names apart in case alone": lambda tmp: _config_problem({"runs": [{"name": "span"}, {"name": "Span", "heads": "span"}]}),
+    "a training argument misspelt": lambda tmp: _config_problem({"defaults": {"training_args": {"nonsense_arg": 1}}}),
 }
 
 

@@ -67,11 +67,12 @@ def test_each_fold_decodes_with_the_prior_tuned_on_its_own_training_questions(ti
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"cross_validation": None, "train": {"path": "a.json"}}, "tunes on the training questions of each cross-validation fold"),
+    ({"cross_validation": None, "train": {"path": "a.json"}}, 'runs[0].length_prior_tuning: "fold-training" tunes on the training questions of each '
+                                                           'cross-validation fold'),
     ({"tune": {"path": "t.json"}}, "neither 'decode.bio_length_prior' nor a 'tune' split"),
     ({"decode": {"bio_length_prior": 1.0}}, "neither 'decode.bio_length_prior' nor a 'tune' split"),
-    ({"runs": [{"name": "span-only", "heads": "span", **TUNED}]}, "has no decoding the BIO length prior applies to"),
-    ({"runs": [{"name": "joint", "length_prior_tuning": "held-out"}]}, "runs[0].length_prior_tuning: 'held-out' is not one of"),
+    ({"runs": [{"name": "span-only", "heads": "span", **TUNED}]}, 'length_prior_tuning: run "span-only" '),
+    ({"runs": [{"name": "joint", "length_prior_tuning": "held-out"}]}, 'runs[0].length_prior_tuning: "held-out" is not one of'),
 ])
 def test_fold_tuning_is_refused_where_it_cannot_apply(tiny_encoder_dir, tmp_path, change, message):
     raw = {**cv_config(tiny_encoder_dir, tmp_path / "m.json", [{"name": "joint", "heads": "span+bio", **TUNED}]), **change}

@@ -110,9 +110,9 @@ def test_overlapping_splits_are_refused(tiny_encoder_dir, tmp_path):
 
 
 def test_config_errors_are_named():
-    with pytest.raises(ConfigError, match="top level: unknown key 'epochs'; the known keys are .*defaults, runs"):
+    with pytest.raises(ConfigError, match="top level: unknown key \"epochs\"; the known keys are .*defaults, runs"):
         parse_config({"runs": [{"name": "a"}], "train": {"path": "x"}, "eval": {"path": "y"}, "epochs": 3})
-    with pytest.raises(ConfigError, match="runs\\[0\\]: unknown key 'heads_' \\(did you mean 'heads'\\?\\)"):
+    with pytest.raises(ConfigError, match="runs\\[0\\]: unknown key \"heads_\" \\(did you mean \"heads\"\\?\\)"):
         parse_config({"runs": [{"name": "a", "heads_": "span"}], "train": {"path": "x"}, "eval": {"path": "y"}})
     assert load_config("quick").runs[0].train.heads == "span+bio"
 
@@ -470,7 +470,7 @@ def test_an_empty_encoder_or_init_from_is_refused_not_read_as_the_current_folder
     """Path("") is "." : an empty name was read as the working folder, refused later as an output inside a model."""
     raw = config_dict(tiny_encoder_dir)
     raw["runs"][1][key] = ""
-    with pytest.raises(ConfigError, match=rf"^runs\[1\]\.{key}: '' should be non-empty$"):
+    with pytest.raises(ConfigError, match=rf'^runs\[1\]\.{key}: "" should be non-empty$'):
         parse_config(raw)
 
 

@@ -154,15 +154,15 @@ def test_answers_agree_compares_the_models_of_the_seed_the_two_cells_share():
 def test_unknown_cells_are_refused_naming_them():
     raw = {"train": {"path": "x"}, "eval": {"path": "y"}, "runs": [{"name": "joint", "heads": "span+bio"}, {"name": "bio-only", "heads": "bio"}]}
     assert parse_config({**raw, "baseline": "bio-only/bio"}).baseline == "bio-only/bio"
-    with pytest.raises(ValueError, match=r"unknown cell\(s\) \['bio-only/span'\].*joint/span"):
+    with pytest.raises(ValueError, match=r'unknown cell\(s\) \["bio-only/span"\].*joint/span'):
         parse_config({**raw, "baseline": "bio-only/span"})  # a BIO-only model has no span decoding
-    with pytest.raises(ValueError, match=r"\['joint/viterbi', 'nope/bio'\]"):
+    with pytest.raises(ValueError, match=r'\["joint/viterbi", "nope/bio"\]'):
         parse_config({**raw, "contrasts": [["joint/viterbi", "joint/bio"], ["joint/span", "nope/bio"]]})
     with pytest.raises(ValueError, match="two different cells"):
         parse_config({**raw, "contrasts": [["joint/bio", "joint/bio"]]})
-    with pytest.raises(ValueError, match=r"contrasts\[0\]: 'joint/bio' is not of type 'array'"):
+    with pytest.raises(ValueError, match=r'contrasts\[0\]: "joint/bio" is not of type "array"'):
         parse_config({**raw, "contrasts": ["joint/bio", "bio-only/bio"]})
-    with pytest.raises(ConfigError, match="'elsewhere/span'"):  # a results dict is checked against its own cells too
+    with pytest.raises(ConfigError, match='"elsewhere/span"'):  # a results dict is checked against its own cells too
         squad_summary(synthetic_results(baseline="elsewhere/span"))
     assert resolve_contrasts(["a/span", "a/bio"], None) == ("a/span", [("a/span", "a/bio")])
 

@@ -101,7 +101,7 @@ def test_a_run_may_not_train_on_evaluation_paragraphs(tiny_encoder_dir, tmp_path
 
 @pytest.mark.parametrize("bad, message", [
     ({"runs": [{"name": "r", "seeds": []}]}, re.escape("runs[0].seeds: [] should be non-empty")),
-    ({"runs": [{"name": "r", "inference_precision": "fp16"}]}, re.escape("runs[0].inference_precision: 'fp16' is not one of")),
+    ({"runs": [{"name": "r", "inference_precision": "fp16"}]}, re.escape('runs[0].inference_precision: "fp16" is not one of')),
     ({"checkpoint_steps": 0}, "checkpoint_steps: 0 is less than the minimum of 1"),
 ])
 def test_bad_run_options_are_refused(tiny_encoder_dir, bad, message):
@@ -153,7 +153,7 @@ def test_the_command_line_keeps_some_runs(tiny_encoder_dir):
     assert [r.name for r in only_b.runs] == ["b"] and only_b.contrasts == [("b/bio", "b/span")] and only_b.baseline == "b/span"
     only_a = cfg.with_overrides(runs=["a"], seeds=[7])
     assert only_a.baseline is None and only_a.contrasts == [] and only_a.run_seeds(only_a.runs[0]) == [7]
-    with pytest.raises(ConfigError, match=r"unknown run\(s\) \['c'\]"):
+    with pytest.raises(ConfigError, match=r'unknown run\(s\) \["c"\]'):
         cfg.with_overrides(runs=["c"])
     # --seeds as the schema checks a config's seeds: a repeated seed (0 too) would count one model twice
     for seeds, problem in (([0, 0], "0 is given twice"), ([1, 2, 1], "1 is given twice"), ([-1], "-1 is no seed")):

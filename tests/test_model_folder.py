@@ -209,16 +209,16 @@ def _edited(record: dict, path: str, value: object) -> dict:
 
 
 @pytest.mark.parametrize("file, path, value, match", [
-    ("run", "train", [1], r"bio_mrc_run.json: train: \[1\] is not of type 'object', 'null'"),
-    ("run", "train.encoder", 5, r"bio_mrc_run.json: train.encoder: 5 is not of type 'string', 'null'"),
-    ("run", "seconds", "12", r"bio_mrc_run.json: seconds: '12' is not of type 'number'"),
-    ("run", "finished", "<img src=x onerror=alert(1)>", r"bio_mrc_run.json: finished: '<img src=x onerror=alert\(1\)>' is not a date"),
-    ("run", "precision_choice.training.bf16_tokens_per_s", "fast", r"precision_choice.training.bf16_tokens_per_s: 'fast' is not of type"),
-    ("eval", "evaluations", 5, r"bio_mrc_eval.json: evaluations: 5 is not of type 'array', 'null'"),
-    ("eval", "evaluations.0.results", [1], r"evaluations.0.results: \[1\] is not of type 'object'"),
-    ("eval", "evaluations.0.results.span.f1", "high", r"evaluations.0.results.span.f1: 'high' is not of type 'number'"),
-    ("eval", "evaluations.0.date", "`x` | <b>", r"evaluations.0.date: '`x` \| <b>' is not a date and time"),
-    ("eval", "trained_on.description", 5, r"bio_mrc_eval.json: trained_on.description: 5 is not of type 'string', 'null'"),
+    ("run", "train", [1], r'bio_mrc_run.json: train: \[1\] is not of type "object", "null"'),
+    ("run", "train.encoder", 5, r'bio_mrc_run.json: train.encoder: 5 is not of type "string", "null"'),
+    ("run", "seconds", "12", r'bio_mrc_run.json: seconds: "12" is not of type "number"'),
+    ("run", "finished", "<img src=x onerror=alert(1)>", r'bio_mrc_run.json: finished: "<img src=x onerror=alert\(1\)>" is not a date'),
+    ("run", "precision_choice.training.bf16_tokens_per_s", "fast", r'precision_choice.training.bf16_tokens_per_s: "fast" is not of type'),
+    ("eval", "evaluations", 5, r'bio_mrc_eval.json: evaluations: 5 is not of type "array", "null"'),
+    ("eval", "evaluations.0.results", [1], r'evaluations.0.results: \[1\] is not of type "object"'),
+    ("eval", "evaluations.0.results.span.f1", "high", r'evaluations.0.results.span.f1: "high" is not of type "number"'),
+    ("eval", "evaluations.0.date", "`x` | <b>", r'evaluations.0.date: "`x` \| <b>" is not a date and time'),
+    ("eval", "trained_on.description", 5, r'bio_mrc_eval.json: trained_on.description: 5 is not of type "string", "null"'),
 ])
 def test_a_run_or_evaluation_record_of_another_kind_is_refused_before_any_work(saved_model, tmp_path, file, path, value, match):
     """A hub model's records were read by the card alone, unchecked: a field of another kind ended export, tune (after

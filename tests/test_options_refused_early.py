@@ -44,10 +44,10 @@ def _train(encoder, output, *options):
     (["--eval", str(SAMPLE_V1)], "questions to evaluate on during training (--eval) need evaluations: add "
                                  "'{\"eval_strategy\": \"steps\", \"eval_steps\": N}' (or \"epoch\") to the training args"),
     (["--training-args", '{"eval_strategy": "epoch"}'],
-     "training_args eval_strategy 'epoch' needs questions to evaluate on (--eval)"),
+     "training_args eval_strategy \"epoch\" needs questions to evaluate on (--eval)"),
     (["--eval", str(SAMPLE_V1), "--checkpoint-steps", "10", "--training-args", BEST_EVERY_4],
-     "training_args {'load_best_model_at_end': True, 'eval_strategy': 'steps', 'eval_steps': 4, 'metric_for_best_model': "
-     "'span_f1'} with the package's own arguments: --load_best_model_at_end requires the saving steps to be a round "
+     "training_args {\"eval_steps\": 4, \"eval_strategy\": \"steps\", \"load_best_model_at_end\": true, \"metric_for_best_model\": "
+     "\"span_f1\"} with the package's own arguments: --load_best_model_at_end requires the saving steps to be a round "
      "multiple of the evaluation steps, but found 10, which is not a round multiple of 4."),
     (["--max-seq-length", "512"], "max_seq_length 512 exceeds the 128 positions a window of encoder {encoder} may fill: "
                                   "train with windows that fit, e.g. max_seq_length 128, doc_stride 46, max_query_length 32"),
@@ -89,7 +89,7 @@ def test_train_refuses_a_best_model_metric_its_evaluation_lacks_before_training(
     assert _train(tiny_encoder_dir, tmp_path / "model", "--eval", str(SAMPLE_V1), "--heads", "span", "--training-args", args) == 2
     err = capsys.readouterr().err
     assert "training on" not in err
-    assert err.splitlines()[-1] == ("error: training_args metric_for_best_model 'f1' is no score of the evaluation during "
+    assert err.splitlines()[-1] == ("error: training_args metric_for_best_model \"f1\" is no score of the evaluation during "
                                     "training, which gives span_f1, span_exact")
 
 
@@ -117,12 +117,12 @@ def _articles(path, first, count):
 
 @pytest.mark.parametrize("late_run, expected", [
     ({"training_args": {"load_best_model_at_end": True, "eval_strategy": "steps", "eval_steps": 4, "metric_for_best_model": "span_f1"}},
-     "runs[1]: training_args {'load_best_model_at_end': True, 'eval_strategy': 'steps', 'eval_steps': 4, 'metric_for_best_model': "
-     "'span_f1'} with the package's own arguments: --load_best_model_at_end requires the saving steps to be a round multiple "
+     "runs[1]: training_args {\"eval_steps\": 4, \"eval_strategy\": \"steps\", \"load_best_model_at_end\": true, \"metric_for_best_model\": "
+     "\"span_f1\"} with the package's own arguments: --load_best_model_at_end requires the saving steps to be a round multiple "
      "of the evaluation steps, but found 10, which is not a round multiple of 4."),
     ({"heads": "span", "training_args": {"load_best_model_at_end": True, "eval_strategy": "steps", "eval_steps": 5,
                                          "metric_for_best_model": "f1"}},
-     "runs[1]: training_args metric_for_best_model 'f1' is no score of the evaluation during training, which gives span_f1, span_exact"),
+     "runs[1]: training_args metric_for_best_model \"f1\" is no score of the evaluation during training, which gives span_f1, span_exact"),
     ({"init_from": "{model}", "max_seq_length": 256},
      "runs[1].max_seq_length: max_seq_length 256 exceeds the 128 positions a window of encoder {model} may fill: train with "
      "windows that fit, e.g. max_seq_length 128, doc_stride 46, max_query_length 32"),

@@ -148,20 +148,21 @@ def test_resume_refuses_a_stream_made_with_another_model_option_chunk_size_or_da
     stream = (tmp_path / "p.answers.jsonl").read_bytes()
     other_data = tmp_path / "copy.json"
     other_data.write_bytes(SAMPLE_V1.read_bytes())
-    refusals = {("--max-answer-length", "3"): "max_answer_length 30, this run has 3",
-                ("--chunk-size", "1"): "chunk_size 2, this run has 1", ("--n-best", "2"): "n_best 20, this run has 2"}
+    refusals = {("--max-answer-length", "3"): "--max-answer-length 30, this run has 3",
+                ("--chunk-size", "1"): "--chunk-size 2, this run has 1", ("--n-best", "2"): "--n-best 20, this run has 2"}
     for changed, named in refusals.items():
         assert predict(model_dir, tmp_path / "p.json", *options, *changed, "--resume") == 2
         errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and errors[0].startswith(f"error: the answers stream was made with {named}"), errors
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
-    assert f"made with data {record['data']!r}, this run has '{other_data}, {SAMPLE_V1.stat().st_size} bytes'" in capsys.readouterr().err
+    data = record["data"]
+    assert f'made with --data "{data}", this run has "{other_data}, {SAMPLE_V1.stat().st_size} bytes"' in capsys.readouterr().err
     edited = tmp_path / "edited.json"  # the same ids, a question edited: other data at the same path
     edited.write_text(SAMPLE_V1.read_text(encoding="utf-8").replace("Normandy located?", "Normandy located ?", 1), encoding="utf-8")
     assert predict(model_dir, tmp_path / "e.json", *options, "--limit", "4", data=edited) == 0
     edited.write_text(SAMPLE_V1.read_text(encoding="utf-8"), encoding="utf-8")
     assert predict(model_dir, tmp_path / "e.json", *options, "--resume", data=edited) == 2
-    assert "bytes', this run has" in capsys.readouterr().err
+    assert 'bytes", this run has' in capsys.readouterr().err
     assert (tmp_path / "p.answers.jsonl").read_bytes() == stream  # refused before the stream was touched
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0  # the same ones resume: more questions
     assert len(json.loads((tmp_path / "p.json").read_text())) == 8
@@ -184,11 +185,11 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
     load = TrainedModel.load
     monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
     refusals = {
-        ("--chunk-size", "1"): "chunk_size 2, this run has 1",
-        ("--batch-size", "3"): "batch_size None, this run has 3",
-        ("--decoding", "bio"): "decodings ['span'], this run has ['bio']",
-        ("--precision", "bf16"): "precision 'fp32', this run has 'bf16'",
-        ("--max-answer-length", "3"): "max_answer_length 30, this run has 3",
+        ("--chunk-size", "1"): "--chunk-size 2, this run has 1",
+        ("--batch-size", "3"): "--batch-size null, this run has 3",
+        ("--decoding", "bio"): '--decoding ["span"], this run has ["bio"]',
+        ("--precision", "bf16"): '--precision "fp32", this run has "bf16"',
+        ("--max-answer-length", "3"): "--max-answer-length 30, this run has 3",
     }
     for changed, named in refusals.items():
         assert predict(model_dir, tmp_path / "p.json", *options, *changed, "--resume") == 2
@@ -200,11 +201,11 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
     assert capsys.readouterr().err.startswith("error: --bio-length-prior sets the length prior of the BIO head's spans, which "
                                               "the span decoding never reads")
     assert predict(other_model, tmp_path / "p.json", *options, "--resume") == 2
-    assert f"made with model '{model_dir.resolve()}', this run has '{other_model.resolve()}'" in capsys.readouterr().err
+    assert f'made with --model "{model_dir.resolve()}", this run has "{other_model.resolve()}"' in capsys.readouterr().err
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
-    assert f"this run has '{other_data.resolve()}, " in capsys.readouterr().err
+    assert f'this run has "{other_data.resolve()}, ' in capsys.readouterr().err
     assert predict(model_dir, tmp_path / "p.json", *options, "--decoding", "auto", "--resume") == 2  # the heads' joint
-    assert "made with decodings ['span'], this run has ['joint']" in capsys.readouterr().err
+    assert 'made with --decoding ["span"], this run has ["joint"]' in capsys.readouterr().err
     monkeypatch.setattr(TrainedModel, "load", load)
     assert (tmp_path / "p.answers.jsonl").read_bytes() == stream
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0
@@ -227,9 +228,9 @@ def test_resume_refuses_what_the_model_files_settle_before_the_model_loads(model
     assert predict(tuned, tmp_path / "prior.json", *options, "--decoding", "bio", "--bio-length-prior", "0.5") == 0
     capsys.readouterr()
     monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
-    refusals = [(model_dir, "span", ["--decoding", "auto"], "decodings ['span'], this run has ['joint']"),
-                (tuned, "prior", ["--decoding", "bio"], "bio_length_prior 0.5, this run has 0.25"),
-                ("org/tiny", "span", ["--decoding", "span"], f"model '{model_dir.resolve()}', this run has '{snapshot.resolve()}'")]
+    refusals = [(model_dir, "span", ["--decoding", "auto"], '--decoding ["span"], this run has ["joint"]'),
+                (tuned, "prior", ["--decoding", "bio"], "--bio-length-prior 0.5, this run has 0.25"),
+                ("org/tiny", "span", ["--decoding", "span"], f'--model "{model_dir.resolve()}", this run has "{snapshot.resolve()}"')]
     for model, stem, changed, named in refusals:
         assert predict(model, tmp_path / f"{stem}.json", *options, *changed, "--resume") == 2
         assert capsys.readouterr().err.splitlines() == [
@@ -321,6 +322,22 @@ def test_a_stream_line_or_run_record_nested_past_the_parsers_stack_is_no_traceba
     record.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     with pytest.raises(DataFormatError, match="cannot read the record of the answers stream's options .*without resume=True"):
         check_run_record(record, {"model": "m"})
+
+
+def test_a_resumed_stream_made_with_other_options_names_the_keyword_and_both_values_as_json_spells_them(tmp_path):
+    """From Python the option is the keyword (the command line's flag: the tests above), each value as the record
+    file spells it."""
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.inference.streaming import check_run_record
+
+    record = tmp_path / "preds.answers.run.json"
+    record.write_text(json.dumps({"chunk_size": 2, "precision": "fp32", "batch_size": None}), encoding="utf-8")
+    for wanted, named in [({"chunk_size": 1}, "chunk_size 2, this run has 1"), ({"precision": "bf16"}, 'precision "fp32", this run has "bf16"'),
+                          ({"batch_size": 3}, "batch_size null, this run has 3")]:
+        with pytest.raises(DataFormatError) as refused:
+            check_run_record(record, wanted)
+        assert str(refused.value) == (f"the answers stream was made with {named}; resume with the same options and data, or "
+                                      f"start again without resume=True (in {record})")
 
 
 def test_resume_with_multi_span_names_a_stream_written_without_it(tmp_path):

@@ -240,7 +240,7 @@ def test_a_refused_resume_names_an_option_left_out_of_the_record_by_its_value(tm
     (tmp_path / TRAIN_CONFIG_FILE).write_text(json.dumps({"train": {"tag_mentions": "every"}, "questions": "h"}))
     with pytest.raises(ResumeError) as refused:
         _check_same_run(tmp_path, {"train": {}, "questions": "h"}, tmp_path / "checkpoint-5")
-    assert "(tag_mentions: 'every' then, 'annotated' now)" in str(refused.value)
+    assert '(tag_mentions: "every" then, "annotated" now)' in str(refused.value)
 
 
 @pytest.mark.parametrize("option", [[], ["--resume"], ["--overwrite"], ["--resume", "--overwrite"]])
@@ -316,7 +316,7 @@ def test_a_run_resumed_from_a_checkpoint_without_word_units_keeps_the_tokenizers
 
 
 @pytest.mark.parametrize("saved, problem", [
-    ({"word_units": "letters"}, "word_units is 'letters', not one of ('punctuation', 'tokenizer')"),
+    ({"word_units": "letters"}, 'word_units is "letters", not one of ["punctuation", "tokenizer"]'),
     ([], "no model config (a JSON object)"),
     (None, "no config.json, so the words its BIO head was trained on are unknown"),
 ])

@@ -12,7 +12,7 @@ FINGERPRINT = {"scheme": "blake2b-64", "version": 1, "questions": 0, "hashes": "
 
 
 @pytest.mark.parametrize("name, record, problem", [
-    (RUN_FILE, lambda v: {"finished": v}, "finished: '2026-01-31 12:00:00\\n' is not a date and time as bio_mrc writes it"),
+    (RUN_FILE, lambda v: {"finished": v}, 'finished: "2026-01-31 12:00:00\\n" is not a date and time as bio_mrc writes it'),
     (EVAL_FILE, lambda v: {"evaluations": [{"evaluated_on": {}, "results": {}, "date": v}]}, "evaluations.0.date: "),
     (RUN_FILE, lambda v: {"precision_choice": {"train": {"measured": v}}}, "precision_choice.train.measured: "),
 ])
@@ -31,18 +31,18 @@ def test_a_record_date_ending_in_a_newline_is_refused(name, record, problem):
 def test_record_words_ending_in_a_newline_are_refused(name, record, field):
     assert record_problem(name, record("BertForQuestionAnswering")) is None
     assert record_problem(name, record("BertForQuestionAnswering\n")) == (
-        f"{field}: 'BertForQuestionAnswering\\n' is not letters, digits, spaces and , . ( ) _ + - alone")
+        f'{field}: "BertForQuestionAnswering\\n" is not letters, digits, spaces and , . ( ) _ + - alone')
 
 
 def test_a_training_option_named_with_a_newline_is_refused():
     assert record_problem(RUN_FILE, {"train": {"heads": "span"}}) is None
-    assert record_problem(RUN_FILE, {"train": {"heads\n": "span"}}).startswith("train: 'heads\\n' does not match")
+    assert record_problem(RUN_FILE, {"train": {"heads\n": "span"}}).startswith('train: "heads\\n" does not match')
 
 
 def test_fingerprint_hashes_ending_in_a_newline_are_refused():
     assert record_problem(RUN_FILE, {"training_questions": FINGERPRINT}) is None
     assert record_problem(RUN_FILE, {"training_questions": FINGERPRINT | {"hashes": "\n"}}) == (
-        "training_questions.hashes: '\\n' is not base64 text of at most 10,666,668 characters")
+        'training_questions.hashes: "\\n" is not base64 text of at most 10,666,668 characters')
 
 
 def test_a_hub_id_or_split_ending_in_a_newline_is_neither():

@@ -26,8 +26,8 @@ TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
 
 
 def test_a_misspelled_field_is_refused_with_the_field_it_misspells():
-    with pytest.raises(ConfigError, match="'gradient_acumulation_steps' is not a TrainingArguments field "
-                                          r"\(did you mean 'gradient_accumulation_steps'\?\)"):
+    with pytest.raises(ConfigError, match='"gradient_acumulation_steps" is not a TrainingArguments field '
+                                          r'\(did you mean "gradient_accumulation_steps"\?\)'):
         TrainConfig(training_args={"gradient_acumulation_steps": 2})
 
 
@@ -38,7 +38,7 @@ def test_a_misspelled_field_is_refused_with_the_field_it_misspells():
                                           ("resume_from_checkpoint", "pass resume=True:"), ("label_smoothing_factor", "bio_targets")])
 def test_a_field_the_package_owns_is_refused_naming_its_option(name, option):
     """From Python the option is TrainConfig's field (the command line's flag: tests/test_argument_names.py)."""
-    with pytest.raises(ConfigError, match=f"'{name}' is the package's own: .*{option}") as refused:
+    with pytest.raises(ConfigError, match=f'"{name}" is the package\'s own: .*{option}') as refused:
         TrainConfig(training_args={name: 1})
     assert "--" not in str(refused.value)
 
@@ -59,7 +59,7 @@ def test_a_value_transformers_refuses_is_refused_before_training():
 def test_a_count_transformers_takes_but_trainer_cannot_use_is_refused_before_training(name, value):
     """TrainingArguments takes these; Trainer then divides by them or hands them to a DataLoader, a traceback once the
     model is built (gradient_accumulation_steps 0: ZeroDivisionError), with a checkpoints/ folder left behind."""
-    with pytest.raises(ConfigError, match=rf"training_args: {name} is a count of at least [01], got {re.escape(repr(value))}"):
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is a count of at least [01], got {re.escape(json.dumps(value))}"):
         TrainConfig(training_args={name: value})
     assert TrainConfig(training_args={name: 2}).training_args == {name: 2}
 
@@ -69,7 +69,7 @@ def test_a_count_transformers_takes_but_trainer_cannot_use_is_refused_before_tra
                                                ("torch_compile", 1, "true or false"), ("run_name", 5, "a string")])
 def test_a_value_of_the_wrong_type_is_refused_before_training(name, value, what):
     """TrainingArguments keeps these unchecked; max_grad_norm "x" ends in a TypeError traceback at the first step."""
-    with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(repr(value))}$"):
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(json.dumps(value))}$"):
         TrainConfig(training_args={name: value})
     assert TrainConfig(training_args={"max_grad_norm": 1, "eval_steps": None}).training_args == {"max_grad_norm": 1, "eval_steps": None}
 
@@ -81,7 +81,7 @@ def test_a_value_of_the_wrong_type_is_refused_before_training(name, value, what)
 def test_an_optimizer_setting_adamw_refuses_is_refused_before_training(name, value, what):
     """TrainingArguments keeps these unchecked; torch's AdamW refused adam_beta1 2 once the model was built, a ValueError
     traceback with the model's checkpoints/ folder begun."""
-    with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(repr(value))}$"):
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(json.dumps(value))}$"):
         TrainConfig(training_args={name: value})
     assert TrainConfig(training_args={"adam_beta1": 0.0, "adam_beta2": 0.5, "adam_epsilon": 0}).training_args["adam_beta1"] == 0.0
 
@@ -89,22 +89,22 @@ def test_an_optimizer_setting_adamw_refuses_is_refused_before_training(name, val
 @pytest.mark.parametrize("name, value", [("torch_compile_mode", "bogus"), ("torch_compile_backend", "no-such-backend")])
 def test_a_compile_mode_or_backend_torch_does_not_know_is_refused_before_training(name, value):
     """torch.compile refused torch_compile_mode 'bogus' at the first step, a RuntimeError traceback."""
-    with pytest.raises(ConfigError, match=rf"training_args: {name} is one of .*, got {value!r}$"):
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is one of .*, got {json.dumps(value)}$"):
         TrainConfig(training_args={name: value})
     known = TrainConfig(training_args={"torch_compile_mode": "max-autotune", "torch_compile_backend": "inductor"})
     assert known.training_args["torch_compile_backend"] == "inductor" and known.training_args["torch_compile_mode"] == "max-autotune"
 
 
 @pytest.mark.parametrize("given, problem", [
-    ({"lr_scheduler_kwargs": {"num_cycle": 2}}, "lr_scheduler_type 'linear' with lr_scheduler_kwargs {'num_cycle': 2}: "
+    ({"lr_scheduler_kwargs": {"num_cycle": 2}}, 'lr_scheduler_type "linear" with lr_scheduler_kwargs {"num_cycle": 2}: '
                                                 ".*unexpected keyword argument 'num_cycle'"),
-    ({"lr_scheduler_kwargs": '{"power": 2}'}, "lr_scheduler_type 'linear' with lr_scheduler_kwargs {'power': 2}: .*'power'"),
+    ({"lr_scheduler_kwargs": '{"power": 2}'}, 'lr_scheduler_type "linear" with lr_scheduler_kwargs {"power": 2}: .*\'power\''),
     ({"lr_scheduler_type": "cosine", "lr_scheduler_kwargs": {"num_cycles": "x"}}, "could not convert string to float: 'x'"),
     ({"lr_scheduler_type": "cosine_with_min_lr"}, "One of min_lr or min_lr_rate should be set"),
     ({"lr_scheduler_type": "warmup_stable_decay"}, "missing 1 required positional argument: 'num_decay_steps'"),
-    ({"lr_scheduler_kwargs": [1]}, "lr_scheduler_kwargs is an object of the 'linear' schedule's keyword arguments, got \\[1\\]"),
+    ({"lr_scheduler_kwargs": [1]}, 'lr_scheduler_kwargs is an object of the "linear" schedule\'s keyword arguments, got \\[1\\]'),
     ({"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrent": False}},
-     "gradient_checkpointing_kwargs: 'use_reentrent' is no option of the checkpointing \\(did you mean 'use_reentrant'\\?\\)"),
+     'gradient_checkpointing_kwargs: "use_reentrent" is no option of the checkpointing \\(did you mean "use_reentrant"\\?\\)'),
     ({"gradient_checkpointing_kwargs": "x"}, "gradient_checkpointing_kwargs is an object of the checkpointing's options"),
     ({"dataloader_persistent_workers": True}, "dataloader_persistent_workers keeps worker processes, which need dataloader_num_workers above 0"),
 ])
@@ -126,7 +126,7 @@ def test_a_schedule_checkpointing_or_loader_setting_trainer_takes_is_kept():
 
 
 def test_a_comparison_run_whose_schedule_trainer_fails_on_is_refused_with_its_key_path():
-    with pytest.raises(ConfigError, match=r"^runs\[1\]: training_args: lr_scheduler_type 'linear' with lr_scheduler_kwargs \{'a': 1\}"):
+    with pytest.raises(ConfigError, match=r'^runs\[1\]: training_args: lr_scheduler_type "linear" with lr_scheduler_kwargs \{"a": 1\}'):
         parse_config({"train": {"path": "t.json"}, "eval": {"path": "e.json"},
                       "runs": [{"name": "a"}, {"name": "b", "training_args": {"lr_scheduler_kwargs": {"a": 1}}}]})
 
@@ -147,7 +147,7 @@ def test_an_optimizer_whose_package_is_not_installed_is_refused_before_training(
 
     if importlib.util.find_spec("bitsandbytes") is not None:
         pytest.skip("bitsandbytes is installed here")
-    with pytest.raises(ConfigError, match=r"^training_args: optim 'adamw_bnb_8bit': You need to install `bitsandbytes`"):
+    with pytest.raises(ConfigError, match=r'^training_args: optim "adamw_bnb_8bit": You need to install `bitsandbytes`'):
         TrainConfig(training_args={"optim": "adamw_bnb_8bit"})
     assert TrainConfig(training_args={"optim": "sgd"}).training_args == {"optim": "sgd"}
 
@@ -162,7 +162,7 @@ def test_every_optimizer_trainingarguments_takes_trains_or_is_refused_in_one_lin
     try:
         config = TrainConfig(training_args={"optim": optim})
     except ConfigError as err:
-        assert str(err).startswith(f"training_args: optim {optim!r}: ") and "\n" not in str(err)
+        assert str(err).startswith(f"training_args: optim {json.dumps(optim)}: ") and "\n" not in str(err)
         return
     layer = torch.nn.Linear(4, 2)
     arguments = TrainingArguments(output_dir="unused", report_to="none", **config.training_args)
@@ -180,7 +180,7 @@ def test_an_optimizer_trainer_refuses_with_a_valueerror_when_missing_is_refused_
 
     if importlib.util.find_spec(package) is not None:
         pytest.skip(f"{package} is installed here")
-    with pytest.raises(ConfigError, match=rf"^training_args: optim '{optim}': Please install .*{package}"):
+    with pytest.raises(ConfigError, match=rf'^training_args: optim "{optim}": Please install .*{package}'):
         TrainConfig(training_args={"optim": optim})
 
 
@@ -230,7 +230,7 @@ def test_a_run_adds_to_the_defaults_training_args():
 
 
 def test_a_run_naming_an_owned_field_is_refused_with_its_key_path():
-    with pytest.raises(ConfigError, match=r"runs\[0\]: training_args: 'seed' is the package's own"):
+    with pytest.raises(ConfigError, match=r'runs\[0\]: training_args: "seed" is the package\'s own'):
         parse_config({"train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "a", "training_args": {"seed": 1}}]})
 
 
@@ -256,7 +256,7 @@ def test_training_args_that_clash_with_the_package_arguments_are_refused_before_
     assert not (tmp_path / "model").exists()
 
 
-@pytest.mark.parametrize("best, problem", [({}, "'loss'"), ({"metric_for_best_model": "f1"}, "'f1'")])
+@pytest.mark.parametrize("best, problem", [({}, '"loss"'), ({"metric_for_best_model": "f1"}, '"f1"')])
 def test_the_best_checkpoint_by_a_score_the_evaluation_never_gives_is_refused_before_training(
         tiny_encoder_dir, sample_v1, tmp_path, best, problem):
     # Trainer would look for eval_loss (or eval_f1) at the first evaluation and end in a KeyError; the evaluation
@@ -273,7 +273,7 @@ def test_the_best_checkpoint_by_a_score_the_evaluation_never_gives_is_refused_be
 def test_a_comparison_evaluating_during_training_needs_a_tune_split():
     raw = {"train": {"path": "t.json"}, "eval": {"path": "e.json"},
            "runs": [{"name": "a", "training_args": {"eval_strategy": "steps", "eval_steps": 10}}]}
-    with pytest.raises(ConfigError, match=r"runs \['a'\] evaluate during training .* add a 'tune' split"):
+    with pytest.raises(ConfigError, match=r'runs \["a"\] evaluate during training .* add a \'tune\' split'):
         parse_config(raw)
     assert parse_config({**raw, "tune": {"path": "t.json", "skip": 10}}).runs[0].train.training_args["eval_steps"] == 10
 

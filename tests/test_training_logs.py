@@ -87,7 +87,7 @@ def test_evaluation_during_training_scores_every_decoding_as_the_saved_model_sco
 
 
 def test_evaluation_during_training_without_questions_is_refused_before_any_work(tiny_encoder_dir, sample_v1, tmp_path):
-    with pytest.raises(ConfigError, match="eval_strategy 'steps' needs questions to evaluate on"):
+    with pytest.raises(ConfigError, match='eval_strategy "steps" needs questions to evaluate on'):
         train_model(sample_v1.examples, _config(tiny_encoder_dir, eval_strategy="steps"), tmp_path / "model")
     assert not (tmp_path / "model").exists()
 

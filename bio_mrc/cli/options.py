@@ -206,10 +206,10 @@ def expand_home(args: argparse.Namespace) -> None:
 
 
 # Keywords of the library's calls that a command's option of another name sets (load_squad's data_format is --format,
-# train_model's evaluator --eval, load_config's path_or_preset --config), or that a flag sets to one value (tune_model's
-# calibrate=False is --no-calibration).
+# train_model's evaluator --eval, load_config's path_or_preset --config, a stream's decodings --decoding), or that a flag
+# sets to one value (tune_model's calibrate=False is --no-calibration).
 KEYWORD_OPTIONS = {"data_format": "format", "evaluator": "eval", "calibrate=False": "no_calibration",
-                   "path_or_preset": "config"}
+                   "path_or_preset": "config", "decodings": "decoding"}
 
 
 FLAGS = "argument_flags"  # the namespace's argument_flags for its command, for a line printed before the command ends

@@ -215,7 +215,7 @@ class CompareConfig:
     def _only_runs(self, names: list[str]) -> "CompareConfig":
         known = [r.name for r in self.runs]
         if unknown := [name for name in names if name not in known]:
-            raise ConfigError(f"unknown run(s) {unknown}; the runs of {self.name!r} are {known}")
+            raise ConfigError(f"unknown run(s) {json_value(unknown)}; the runs of {json_value(self.name)} are {_json_list(known)}")
         kept = [r for r in self.runs if r.name in names]
         cells = [str(CellKey(r.name, d)) for r in kept for d in available_decodings(r.train.heads)]
         contrasts = [pair for pair in self.contrasts if all(cell in cells for cell in pair)]
@@ -268,8 +268,8 @@ def resolve_contrasts(
     if unknown := list(dict.fromkeys(name for _, name in named if name not in cells)):
         where = next(key for key, name in named if name == unknown[0])
         guess = difflib.get_close_matches(unknown[0], list(cells), n=1)
-        hint = f" (did you mean {guess[0]!r} for {unknown[0]!r}?)" if guess else ""
-        raise ConfigError(f"{where}: unknown cell(s) {unknown}{hint}; the cells (run/decoding) are {list(cells)}")
+        hint = f" (did you mean {json_value(guess[0])} for {json_value(unknown[0])}?)" if guess else ""
+        raise ConfigError(f"{where}: unknown cell(s) {json_value(unknown)}{hint}; the cells (run/decoding) are {_json_list(cells)}")
     base = baseline if baseline is not None else cells[0]
     pairs = [(base, cell) for cell in cells if cell != base]
     seen = {frozenset(pair) for pair in pairs}
@@ -280,13 +280,19 @@ def resolve_contrasts(
     return base, pairs
 
 
+def _json_list(names: Sequence[str]) -> str:
+    """Every name of ``names`` as a JSON list (``json_value`` shortens past a few, and the cells to choose from are
+    all worth reading)."""
+    return json.dumps(list(names), ensure_ascii=False)
+
+
 def _contrast_pairs(contrasts: Any) -> list[tuple[str, str]]:
     """The listed contrasts as pairs of two different cell names, or a :class:`ConfigError`."""
     is_pair = lambda p: isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(c, str) for c in p)  # noqa: E731
     if not isinstance(contrasts, (list, tuple)) or not all(is_pair(p) for p in contrasts):
         raise ConfigError(f"'contrasts' is a list of pairs [\"run/decoding\", \"run/decoding\"]; got {json_value(contrasts)}")
     if same := [number for number, p in enumerate(contrasts) if p[0] == p[1]]:
-        raise ConfigError(f"contrasts[{same[0]}]: a contrast compares two different cells; got {list(contrasts[same[0]])}")
+        raise ConfigError(f"contrasts[{same[0]}]: a contrast compares two different cells; got {json_value(list(contrasts[same[0]]))}")
     return [(a, b) for a, b in contrasts]
 
 
@@ -356,11 +362,11 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision"),
                             own.get("length_prior_tuning"), own.get("fold_training_share")))
     if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
-        raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
+        raise ConfigError(f"runs: run names are unique; {json_value(repeated)} appear more than once")
     _check_names_apart_in_any_case([r.name for r in runs])
     evaluating = [r.name for r in runs if r.train.training_args.get("eval_strategy", "no") != "no"]
     if evaluating and raw.get("tune") is None:
-        raise ConfigError(f"runs {evaluating} evaluate during training (training_args eval_strategy), which scores the "
+        raise ConfigError(f"runs {json_value(evaluating)} evaluate during training (training_args eval_strategy), which scores the "
                           "'tune' questions (never 'eval', which the report scores); add a 'tune' split")
     train, evaluation, tune = (_data_spec(raw.get(key), key) for key in ("train", "eval", "tune"))
     config = CompareConfig(
@@ -374,7 +380,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     _check_baseline_left_out(config.baseline_left_out, [run.name for run in runs])
     _check_length_prior_tuning(config)
     if shared := [run.name for run in runs if run.fold_training_share is not None and not config.cross_validation]:
-        raise ConfigError(f"runs {shared}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
+        raise ConfigError(f"runs {json_value(shared)}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
                           "add 'cross_validation' or leave it out")
     return config
 
@@ -400,7 +406,7 @@ def _check_names_apart_in_any_case(names: list[str]) -> None:
         by_folded[name.lower()].append(name)
     if clashes := [group for group in by_folded.values() if len(group) > 1]:
         raise ConfigError(f"runs: run names differ beyond letter case, since they name files and some systems do not tell "
-                          f"case apart; {clashes[0]} differ only in case")
+                          f"case apart; {json_value(clashes[0])} differ only in case")
 
 
 def _run_train_config(defaults: dict[str, Any], merged: dict[str, Any], number: int) -> TrainConfig:
@@ -428,10 +434,10 @@ def _check_length_prior_tuning(config: CompareConfig) -> None:
             continue
         where = f"runs[{number}].length_prior_tuning"
         if not config.cross_validation:
-            raise ConfigError(f"{where}: {run.length_prior_tuning!r} tunes on the training questions of each cross-validation fold; "
+            raise ConfigError(f"{where}: {json_value(run.length_prior_tuning)} tunes on the training questions of each cross-validation fold; "
                               "add 'cross_validation' or leave it out")
         if not set(available_decodings(run.train.heads)) & set(registry.length_prior_decodings()):
-            raise ConfigError(f"{where}: run {run.name!r} ({run.train.heads}) has no decoding the BIO length prior applies to")
+            raise ConfigError(f"{where}: run {json_value(run.name)} ({run.train.heads}) has no decoding the BIO length prior applies to")
         if config.decode.bio_length_prior is not None or config.tune is not None:
             raise ConfigError(f"{where}: the prior is tuned on the folds' training questions, so neither 'decode.bio_length_prior' "
                               "nor a 'tune' split may set it")

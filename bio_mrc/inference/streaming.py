@@ -128,7 +128,9 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
     for key, value in wanted.items():
         then = recorded.get(key) if isinstance(recorded, dict) else None
         if then != value:
-            raise DataFormatError(f"the answers stream was made with {key} {then!r}, this run has {value!r}; resume with "
+            # whole, as the record spells them: a model's or data file's path runs past what json_value keeps
+            then, value = (json.dumps(v, ensure_ascii=False) for v in (then, value))
+            raise DataFormatError(f"the answers stream was made with {argument(key)} {then}, this run has {value}; resume with "
                                   f"the same options and data, or start again without {argument('resume', True)}", source=str(record_path))
 
 

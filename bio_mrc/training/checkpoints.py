@@ -16,6 +16,7 @@ from transformers.trainer_callback import ExportableState
 from ..errors import BioMrcError, argument
 from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
+from ..json_syntax import json_value
 from ..progress import progress_note
 from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from ..run_folder import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
@@ -110,7 +111,7 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
                           "so its training options are unknown")
     # a record leaves an option out at its value from before the option existed: name that value, never None
     old, new = ({**TRAIN_OPTIONS_WHEN_ABSENT, **options} for options in (saved.get("train", {}), run_options["train"]))
-    changed = [f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    changed = [f"{k}: {json_value(old.get(k))} then, {json_value(new.get(k))} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     if changed:
         raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")
     if saved.get("questions") != run_options["questions"]:
@@ -128,7 +129,7 @@ def checkpoint_word_units(checkpoint: Path) -> str:
         raise ResumeError(f"cannot resume from {checkpoint}: no model config (a JSON object)")
     units = saved.get("word_units", WORD_UNITS_WHEN_ABSENT)
     if units not in WORD_UNITS:
-        raise ResumeError(f"cannot resume from {checkpoint}: word_units is {units!r}, not one of {WORD_UNITS}")
+        raise ResumeError(f"cannot resume from {checkpoint}: word_units is {json_value(units)}, not one of {json.dumps(list(WORD_UNITS))}")
     return units
 
 

@@ -9,6 +9,7 @@ from typing import Sequence
 from transformers import TrainingArguments
 
 from ..errors import ConfigError, argument
+from ..json_syntax import json_value
 from ..qa_checkpoints import config_positions
 from .config import TrainConfig
 from .run_start import windows_past_positions
@@ -28,7 +29,7 @@ def check_run_options(config: TrainConfig, output_dir: str | Path, evaluating: b
 def check_evaluation(eval_strategy: str, evaluating: bool) -> None:
     """Evaluations need questions, and questions to evaluate on need evaluations (never silently unused)."""
     if eval_strategy != "no" and not evaluating:
-        raise ConfigError(f"training_args eval_strategy {eval_strategy!r} needs questions to evaluate on "
+        raise ConfigError(f"training_args eval_strategy {json_value(eval_strategy)} needs questions to evaluate on "
                           f"({argument('evaluator')})")
     if eval_strategy == "no" and evaluating:
         raise ConfigError(f"questions to evaluate on during training ({argument('evaluator')}) need evaluations: add "
@@ -41,7 +42,7 @@ def check_best_metric(args: TrainingArguments, names: Sequence[str] | None) -> N
     if not args.load_best_model_at_end or names is None:
         return
     if args.metric_for_best_model.removeprefix("eval_") not in names:
-        raise ConfigError(f"training_args metric_for_best_model {args.metric_for_best_model!r} is no score of the "
+        raise ConfigError(f"training_args metric_for_best_model {json_value(args.metric_for_best_model)} is no score of the "
                           f"evaluation during training, which gives {', '.join(names)}")
 
 

@@ -24,6 +24,7 @@ from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
 from ..hub import local_folder, named_as_given
+from ..json_syntax import json_value
 from ..model import (BioMrcConfig, BioMrcForQuestionAnswering, encoder_dropout_names, encoder_dropout_unset,
                      set_encoder_dropout)
 from ..model_folder import check_model_folder
@@ -320,7 +321,7 @@ def training_arguments(
     try:
         return TrainingArguments(**values)
     except ValueError as err:  # training_args that do not fit the package's own (e.g. load_best_model_at_end without checkpoints)
-        raise ConfigError(f"training_args {config.training_args} with the package's own arguments: {err}") from None
+        raise ConfigError(f"training_args {json_value(config.training_args)} with the package's own arguments: {err}") from None
 
 
 def _reporters(*values: Any) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError, argument, as_keywords
 from ..hub import hub_failure
+from ..json_syntax import json_value
 
 
 # The TrainingArguments fields the package sets from its own options (or owns outright), each with why: the arguments
@@ -100,10 +101,10 @@ def check_stays_local(values: dict[str, Any], source: str = "training_args") -> 
             reporters = [value] if isinstance(value, str) else value if isinstance(value, list) else [value]
             uploading = [r for r in reporters if r not in LOCAL_REPORTERS]
             if uploading:
-                raise ConfigError(f"{source}: report_to {uploading[0]!r} can send the run off this machine, {ASKED_FOR}: "
+                raise ConfigError(f"{source}: report_to {json_value(uploading[0])} can send the run off this machine, {ASKED_FOR}: "
                                   f"{argument('report_to', uploading[0])} (local here: {', '.join(LOCAL_REPORTERS)})")
         elif name in NETWORK_TRAINING_ARGS or name.startswith(("hub_", "push_to_hub")):
-            raise ConfigError(f"{source}: {name!r} publishes the model, {ASKED_FOR}: {_NETWORK.get(name, _PUSH)}")
+            raise ConfigError(f"{source}: {json_value(name)} publishes the model, {ASKED_FOR}: {_NETWORK.get(name, _PUSH)}")
 
 
 def check_network_args(values: dict[str, Any], output_dir: Path) -> None:
@@ -218,7 +219,7 @@ def _check_training_ranges(values: dict[str, Any]) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
                 least <= value and (value <= bound if inclusive else value < bound)):
             span = f"at least {least:g}" if math.isinf(bound) else f"from {least:g} up to, not including, {bound:g}"
-            raise ConfigError(f"training_args: {name} is {span}, got {value!r}")
+            raise ConfigError(f"training_args: {name} is {span}, got {json_value(value)}")
 
 
 def _check_compile_names(values: dict[str, Any]) -> None:
@@ -228,7 +229,7 @@ def _check_compile_names(values: dict[str, Any]) -> None:
         from torch._inductor import list_mode_options
 
         if mode not in list_mode_options():
-            raise ConfigError(f"training_args: torch_compile_mode is one of {', '.join(list_mode_options())}, got {mode!r}")
+            raise ConfigError(f"training_args: torch_compile_mode is one of {', '.join(list_mode_options())}, got {json_value(mode)}")
     if values.get("use_liger_kernel") is True:
         from transformers.utils import is_liger_kernel_available
 
@@ -238,7 +239,7 @@ def _check_compile_names(values: dict[str, Any]) -> None:
         from torch._dynamo import list_backends
 
         if backend not in (known := list_backends(exclude_tags=())):
-            raise ConfigError(f"training_args: torch_compile_backend is one of {', '.join(known)}, got {backend!r}")
+            raise ConfigError(f"training_args: torch_compile_backend is one of {', '.join(known)}, got {json_value(backend)}")
 
 
 def _check_training_counts(values: dict[str, Any]) -> None:
@@ -248,7 +249,7 @@ def _check_training_counts(values: dict[str, Any]) -> None:
         if value is None and name in OPTIONAL_TRAINING_COUNTS:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise ConfigError(f"training_args: {name} is a count of at least {least}, got {value!r}")
+            raise ConfigError(f"training_args: {name} is a count of at least {least}, got {json_value(value)}")
 
 
 # TrainingArguments' plain field types and the JSON values each takes: it keeps any value unchecked, and a string
@@ -270,7 +271,7 @@ def _check_training_types(values: dict[str, Any]) -> None:
             continue
         kinds, what = _PLAIN_TYPES[hint]
         if not isinstance(value, kinds) or (isinstance(value, bool) and hint is not bool):
-            raise ConfigError(f"training_args: {name} is {what}, got {value!r}")
+            raise ConfigError(f"training_args: {name} is {what}, got {json_value(value)}")
 
 
 def check_training_args(values: dict[str, Any]) -> None:
@@ -280,7 +281,7 @@ def check_training_args(values: dict[str, Any]) -> None:
     first, before transformers and torch load."""
     for name in values:
         if name in _OWNED:
-            raise ConfigError(f"training_args: {name!r} is the package's own: {_OWNED[name]}")
+            raise ConfigError(f"training_args: {json_value(name)} is the package's own: {_OWNED[name]}")
     _check_training_counts(values)
     _check_training_ranges(values)
     from transformers import TrainingArguments
@@ -290,8 +291,8 @@ def check_training_args(values: dict[str, Any]) -> None:
     for name in values:
         if name not in known:
             guess = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-            raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
+            hint = f" (did you mean {json_value(guess[0])}?)" if guess else ""
+            raise ConfigError(f"training_args: {json_value(name)} is not a TrainingArguments field{hint}")
     _check_training_types(values)
     _check_compile_names(values)
     # save_steps is the run's checkpoint_steps, not known here: one that fits eval_steps leaves that pair to the run's check
@@ -300,7 +301,7 @@ def check_training_args(values: dict[str, Any]) -> None:
     try:
         arguments = TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **steps, **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
-        raise ConfigError(f"training_args {values}: {err}") from None
+        raise ConfigError(f"training_args {json_value(values)}: {err}") from None
     if "optim" in values:
         _check_optimizer_installed(arguments)
     if values.keys() & {"lr_scheduler_type", "lr_scheduler_kwargs"}:  # the default schedule needs no look
@@ -321,7 +322,7 @@ def _check_scheduler(arguments: Any) -> None:
     kwargs = arguments.lr_scheduler_kwargs if arguments.lr_scheduler_kwargs is not None else {}
     kind = getattr(arguments.lr_scheduler_type, "value", arguments.lr_scheduler_type)
     if not isinstance(kwargs, dict):
-        raise ConfigError(f"training_args: lr_scheduler_kwargs is an object of the {kind!r} schedule's keyword arguments, got {kwargs!r}")
+        raise ConfigError(f"training_args: lr_scheduler_kwargs is an object of the {json_value(kind)} schedule's keyword arguments, got {json_value(kwargs)}")
     optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1e-3)
     try:
         schedule = get_scheduler(kind, optimizer, num_warmup_steps=2, num_training_steps=8, scheduler_specific_kwargs=dict(kwargs))
@@ -330,7 +331,7 @@ def _check_scheduler(arguments: Any) -> None:
                 optimizer.step()
                 schedule.step()
     except (TypeError, ValueError, ArithmeticError) as err:
-        raise ConfigError(f"training_args: lr_scheduler_type {kind!r} with lr_scheduler_kwargs {kwargs}: {err}") from None
+        raise ConfigError(f"training_args: lr_scheduler_type {json_value(kind)} with lr_scheduler_kwargs {json_value(kwargs)}: {err}") from None
 
 
 def _check_checkpointing_kwargs(values: dict[str, Any], arguments: Any) -> None:
@@ -349,12 +350,12 @@ def _check_checkpointing_kwargs(values: dict[str, Any], arguments: Any) -> None:
              if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD and not p.name.endswith("_kwargs")]
     known += [p.name for p in inspect.signature(checkpoint).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     if not isinstance(kwargs, dict):
-        raise ConfigError(f"training_args: {given} is an object of the checkpointing's options ({', '.join(known)}), got {kwargs!r}")
+        raise ConfigError(f"training_args: {given} is an object of the checkpointing's options ({', '.join(known)}), got {json_value(kwargs)}")
     for name in kwargs:
         if name not in known:
             guess = difflib.get_close_matches(name, known, n=1)
-            raise ConfigError(f"training_args: {given}: {name!r} is no option of the checkpointing"
-                              f"{f' (did you mean {guess[0]!r}?)' if guess else ''}; its options are {', '.join(known)}")
+            raise ConfigError(f"training_args: {given}: {json_value(name)} is no option of the checkpointing"
+                              f"{f' (did you mean {json_value(guess[0])}?)' if guess else ''}; its options are {', '.join(known)}")
 
 
 def _check_optimizer_installed(arguments: Any) -> None:
@@ -369,7 +370,7 @@ def _check_optimizer_installed(arguments: Any) -> None:
         if isinstance(err, ValueError) and re.search(r"pass a `?model`?", str(err)):
             return
         why = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise ConfigError(f"training_args: optim {arguments.optim.value!r}: {why}") from None
+        raise ConfigError(f"training_args: optim {json_value(arguments.optim.value)}: {why}") from None
 
 
 __all__ = ["LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS", "check_network_args",
