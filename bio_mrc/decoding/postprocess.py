@@ -50,6 +50,7 @@ from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .shares import CONFIDENCE_SPANS
+from . import spans as span_search
 from .spans import SpanCandidates, best_spans, null_scores
 from .bio_spans import AnswerKeys, TagSpans, best_tag_spans, expected_f1_answer, likeliest_tag_spans
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
@@ -231,25 +232,15 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     if outputs.start_logits is None or outputs.bio_logits is None:
         raise ValueError("joint decoding needs a model with both heads")
     config = _limited(config)
-    attended = outputs.mask.copy()
-    attended[:, 0] = True  # [CLS] takes part in the start/end softmax: it carries the null score
-    log_start = log_softmax(outputs.start_logits, attended)
-    log_end = log_softmax(outputs.end_logits, attended)
-    log_tags, tagged, prior = outputs.bio_log_probs, outputs.tagged, config.bio_length_prior or 0.0
-    inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + prior, 0.0)
-    begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I] - prior  # the first tag is B: no I gain, no prior
-    any_start, ends = np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf)
-    starts = np.where(outputs.starts, any_start, -np.inf)
-    candidates = _whole_word_spans(outputs, starts, ends, inside_ratio, config, len(examples))
-    null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
+    candidates, window_null = _whole_word_spans(outputs, config, len(examples))
+    null = _window_null(outputs, window_null, len(examples))
     columns = _span_candidates_to_chars(outputs, candidates)
     unheld = np.flatnonzero(~np.isin(np.arange(len(examples)), columns[0]))
     if len(unheld):  # no window holds a whole word of these: every word is longer than a window's context room
-        across = _spans_across_windows(outputs, any_start, ends, inside_ratio, unheld, config.n_best)  # merged: its own max context
+        across = _spans_across_windows(outputs, unheld, config)  # merged: its own max context
         columns = tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, across))
-    columns = _readable_fallback(outputs, examples, columns, lambda rows, readable: best_spans(
-        np.where(readable, starts[rows], -np.inf), np.where(readable, ends[rows], -np.inf), outputs.mask[rows],
-        config.max_answer_length, config.n_best, extra_token_scores=inside_ratio[rows], first_end=_rows(outputs.first_end, rows)))
+    columns = _readable_fallback(outputs, examples, columns, lambda rows, readable: _joint_spans(
+        outputs, rows, config, config.max_answer_length, readable)[0])
     predictions = _collect(examples, *columns, config.n_best, null)
     if config.multi_span:  # its multi-span answers take the tagger's spans where it holds several likely ones
         tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=True))
@@ -258,21 +249,73 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     return predictions
 
 
-def _whole_word_spans(
-    outputs: WindowOutputs, starts: np.ndarray, ends: np.ndarray, inside: np.ndarray, config: DecodeConfig, n_examples: int
-) -> SpanCandidates:
-    """The joint decoding's n-best spans of every window, whole words of at most ``max_answer_length`` tokens; a
-    question none of whose words fits (each is longer) gets its windows' whole-word spans of any length instead."""
-    candidates = best_spans(starts, ends, outputs.mask, config.max_answer_length, config.n_best, extra_token_scores=inside,
-                            first_end=outputs.first_end)
+@dataclass(frozen=True)
+class _JointScores:
+    """The joint decoding's per-token scores of some windows, (windows, L) each: ``any_start`` ``log P_start`` plus the
+    B tag's bonus on every tagged token, ``starts`` the same where a span may start (else -inf), ``ends`` ``log P_end``
+    where a word ends, ``inside`` each tagged token's inside gain (``log p_I - log p_O + β``); ``null`` (windows,) each
+    window's ``[CLS]`` score."""
+
+    any_start: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    inside: np.ndarray
+    null: np.ndarray
+
+    @classmethod
+    def of(cls, part: WindowOutputs, prior: float) -> "_JointScores":
+        attended = part.mask.copy()
+        attended[:, 0] = True  # [CLS] takes part in the start/end softmax: it carries the null score
+        log_start, log_end = log_softmax(part.start_logits, attended), log_softmax(part.end_logits, attended)
+        log_tags, tagged = log_softmax(part.bio_logits), part.tagged
+        inside = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + prior, 0.0)
+        begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I] - prior  # the first tag is B: no I gain, no prior
+        any_start = np.where(tagged, log_start + begin_bonus, -np.inf)
+        return cls(any_start, np.where(part.starts, any_start, -np.inf), np.where(part.word_end, log_end, -np.inf), inside,
+                   log_start[:, 0] + log_end[:, 0])
+
+
+def _window_blocks(outputs: WindowOutputs, rows: np.ndarray):
+    """The windows ``rows`` a block of :data:`~bio_mrc.decoding.spans.BLOCK_WINDOWS` at a time: (where the block
+    begins in ``rows``, its windows): a long context's per-token scores are held for one block, never for all its
+    windows (each window's spans are its own)."""
+    for begin in range(0, max(len(rows), 1), span_search.BLOCK_WINDOWS):
+        block = rows[begin:begin + span_search.BLOCK_WINDOWS]
+        yield begin, outputs.take(block, outputs.example_index[block])
+
+
+def _joint_spans(
+    outputs: WindowOutputs, rows: np.ndarray, config: DecodeConfig, max_length: int, readable: np.ndarray | None = None
+) -> tuple[SpanCandidates, np.ndarray]:
+    """The joint decoding's n-best spans of each of the windows ``rows`` (whole words of at most ``max_length``
+    tokens; with ``readable`` (rows, L), only those beginning and ending on readable tokens) and each one's null
+    score, a block of windows at a time (:func:`_window_blocks`)."""
+    found, nulls = [], []
+    for begin, part in _window_blocks(outputs, rows):
+        scores = _JointScores.of(part, config.bio_length_prior or 0.0)
+        starts, ends = scores.starts, scores.ends
+        if readable is not None:
+            held = readable[begin:begin + len(part.mask)]
+            starts, ends = np.where(held, starts, -np.inf), np.where(held, ends, -np.inf)
+        found.append(best_spans(starts, ends, part.mask, max_length, config.n_best, extra_token_scores=scores.inside,
+                                first_end=part.first_end))
+        nulls.append(scores.null)
+    candidates = SpanCandidates(*(np.concatenate([getattr(f, name) for f in found]) for name in ("score", "start", "end")))
+    return candidates, np.concatenate(nulls)
+
+
+def _whole_word_spans(outputs: WindowOutputs, config: DecodeConfig, n_examples: int) -> tuple[SpanCandidates, np.ndarray]:
+    """The joint decoding's n-best spans of every window, whole words of at most ``max_answer_length`` tokens (a
+    question none of whose words fits, each longer, gets its windows' whole-word spans of any length instead), and
+    every window's null score."""
+    candidates, null = _joint_spans(outputs, np.arange(len(outputs.example_index)), config, config.max_answer_length)
     found = np.zeros(n_examples, dtype=bool)
     np.logical_or.at(found, outputs.example_index, np.isfinite(candidates.score).any(axis=1))
     rows = np.flatnonzero(~found[outputs.example_index])
     width = outputs.mask.shape[1]
     if not len(rows) or config.max_answer_length >= width:
-        return candidates
-    return _with_rows(candidates, rows, best_spans(starts[rows], ends[rows], outputs.mask[rows], width, config.n_best,
-                                                   extra_token_scores=inside[rows], first_end=_rows(outputs.first_end, rows)))
+        return candidates, null
+    return _with_rows(candidates, rows, _joint_spans(outputs, rows, config, width)[0]), null
 
 
 def _rows(array: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
@@ -294,19 +337,18 @@ def _padded_columns(array: np.ndarray, columns: int, fill: float) -> np.ndarray:
     return np.concatenate([array, np.full((len(array), columns - array.shape[1]), fill, dtype=array.dtype)], axis=1)
 
 
-def _spans_across_windows(
-    outputs: WindowOutputs, starts: np.ndarray, ends: np.ndarray, inside: np.ndarray, questions: np.ndarray, n_best: int
-) -> tuple[np.ndarray, ...]:
+def _spans_across_windows(outputs: WindowOutputs, questions: np.ndarray, config: DecodeConfig) -> tuple[np.ndarray, ...]:
     """(question, character start, character end, score) of the n-best whole-word spans, of any length, of the
     ``questions`` none of whose words one window holds whole (one run of characters longer than a window: a DNA
     sequence, a base64 blob): their windows merged into one row of words each, as the BIO decoding merges them, a
     word's start and inside scores read at its first piece and its end score at its last piece, each from the window
     where that piece has the most context. The scores stay the joint decoding's (``log P_start + log P_end + r``)."""
-    rows = np.flatnonzero(np.isin(outputs.example_index, questions))  # the windows question_outputs keeps, in its order
     part = question_outputs(outputs, questions)
+    scores = [_JointScores.of(block, config.bio_length_prior or 0.0) for _, block in _window_blocks(part, np.arange(len(part.mask)))]
     firsts = merge_windows(WindowOutputs(part.example_index, part.words, part.tagged),
-                           np.stack([starts[rows], inside[rows]], axis=-1), len(questions))
-    lasts = merge_windows(WindowOutputs(part.example_index, part.words, part.word_end), ends[rows], len(questions))
+                           np.concatenate([np.stack([s.any_start, s.inside], axis=-1) for s in scores]), len(questions))
+    ends = np.concatenate([s.ends for s in scores])
+    lasts = merge_windows(WindowOutputs(part.example_index, part.words, part.word_end), ends, len(questions))
     word_ends = np.full(firsts.mask.shape, -np.inf)
     for row in range(len(questions)):  # each word's end score in its start's slot (words do not overlap: keyed by their start)
         held, ending = firsts.offsets[row, firsts.mask[row], 0], lasts.offsets[row, lasts.mask[row], 0]
@@ -314,7 +356,8 @@ def _spans_across_windows(
         known = (held[slot] == ending) if len(held) else np.zeros(len(ending), dtype=bool)
         word_ends[row, slot[known]] = lasts.values[row, lasts.mask[row]][known]
     width = firsts.mask.shape[1]
-    found = best_spans(firsts.values[..., 0], word_ends, firsts.mask, width, n_best, extra_token_scores=firsts.values[..., 1])
+    found = best_spans(firsts.values[..., 0], word_ends, firsts.mask, width, config.n_best,
+                       extra_token_scores=firsts.values[..., 1])
     rows_of = np.repeat(np.arange(len(questions)), found.start.shape[1])
     start, end, valid = found.start.ravel(), found.end.ravel(), found.start.ravel() >= 0
     rows_of, start, end = rows_of[valid], start[valid], end[valid]
@@ -338,7 +381,10 @@ def merge_tag_log_probs(outputs: WindowOutputs, n_examples: int) -> MergedTokens
     if outputs.bio_logits is None:
         raise ValueError("BIO decoding needs a model with a BIO head")
     view = outputs.tag_view()
-    return merge_windows(view, view.bio_log_probs, n_examples)
+    merged = merge_windows(view, view.bio_logits, n_examples)  # log-softmax of the merged tokens alone, not every window's
+    values = np.zeros(merged.values.shape, dtype=np.float64)
+    values[merged.mask] = log_softmax(merged.values[merged.mask])
+    return MergedTokens(values, merged.offsets, merged.mask)
 
 
 def word_tag_probabilities(merged: MergedTokens) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -56,7 +56,8 @@ def range_max(values: np.ndarray, rows: np.ndarray, low: np.ndarray, high: np.nd
 
 
 # Windows whose bands are scored at once: a band holds n_best × max_answer_length scores a window (several arrays
-# of 4.8 KB at 20 × 30), which for every window of a long context at once outweighed the windows themselves.
+# of 4.8 KB at 20 × 30), which for every window of a long context at once outweighed the windows themselves. The
+# joint decoding computes its per-token scores (float64, several arrays) a block of this many windows at a time too.
 BLOCK_WINDOWS = 1024
 
 

@@ -58,6 +58,13 @@ class WindowOutputs:
             return self.__dict__.get("logits", {}).get(name)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
+    def __setattr__(self, name: str, value) -> None:
+        if name != "logits" and name in registry.head_outputs():  # one place for a head's output: what take() copies
+            logits = self.__dict__.setdefault("logits", {})
+            logits.pop(name, None) if value is None else logits.__setitem__(name, value)
+        else:
+            super().__setattr__(name, value)
+
     def per_window(self) -> dict[str, np.ndarray | None]:
         """Every per-window array but ``example_index``, by the keyword that rebuilds it."""
         return {"offsets": self.offsets, "mask": self.mask, "word_offsets": self.word_offsets, "tag_mask": self.tag_mask,
@@ -170,14 +177,18 @@ def max_context_scores(mask: np.ndarray) -> np.ndarray:
     ``min(left, right) + 0.01 * window_length``, where left/right count the
     window's paragraph tokens on each side; ``-inf`` off the paragraph.
     """
-    positions = np.arange(mask.shape[1])
+    window, position = np.nonzero(mask)
+    score = np.full(mask.shape, -np.inf)
+    score[window, position] = token_context(mask, window, position)
+    return score
+
+
+def token_context(mask: np.ndarray, window: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """:func:`max_context_scores` of the paragraph tokens at (``window``, ``position``) alone: no (F, L) array."""
     has = mask.any(axis=1)
     first = np.where(has, mask.argmax(axis=1), 0)
     last = np.where(has, mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1), -1)
-    left = positions[None, :] - first[:, None]
-    right = last[:, None] - positions[None, :]
-    score = np.minimum(left, right) + 0.01 * mask.sum(axis=1, keepdims=True)
-    return np.where(mask, score, -np.inf)
+    return np.minimum(position - first[window], last[window] - position) + 0.01 * mask.sum(axis=1)[window]
 
 
 @dataclass
@@ -219,7 +230,7 @@ def _paragraph_tokens(outputs: WindowOutputs) -> tuple[np.ndarray, ...]:
     """Every paragraph token of every window: its window, position, question, characters and context there."""
     window, position = np.nonzero(outputs.mask)
     char_start, char_end = outputs.offsets[window, position, 0], outputs.offsets[window, position, 1]
-    context = max_context_scores(outputs.mask)[window, position]
+    context = token_context(outputs.mask, window, position)
     return window, position, outputs.example_index[window], char_start, char_end, context
 
 
