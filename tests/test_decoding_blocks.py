@@ -70,14 +70,9 @@ def test_the_joint_decoding_holds_its_window_scores_a_block_at_a_time_and_its_ta
     outputs = random_outputs(built["subword"], 0, 3.0)
     count, width = outputs.mask.shape
     shapes = []
-
-    def recorded(logits, mask=None):
-        shapes.append(np.shape(logits))
-        return window_outputs.log_softmax.__wrapped__(logits, mask)
-
-    recorded.__wrapped__ = window_outputs.log_softmax
-    monkeypatch.setattr(postprocess, "log_softmax", recorded)
-    monkeypatch.setattr(window_outputs, "log_softmax", recorded)
+    for module in (postprocess, window_outputs):
+        monkeypatch.setattr(module, "log_softmax", lambda logits, mask=None, own=window_outputs.log_softmax:
+                            shapes.append(np.shape(logits)) or own(logits, mask))
     monkeypatch.setattr(spans, "BLOCK_WINDOWS", 4)
     assert count > 30
     decode_answers(outputs, examples, "joint", DecodeConfig(), multi_span=multi_span)
@@ -109,3 +104,14 @@ def test_a_tokens_context_read_where_it_is_held_is_the_window_arrays_own():
     assert scores[0].tolist() == [-np.inf, 0.04, 1.04, 1.04, 0.04, -np.inf]  # min(left, right) + 0.01 × 4 tokens
     assert scores[1].tolist() == [-np.inf, -np.inf, 0.02, 0.02, -np.inf, -np.inf] and np.isneginf(scores[2]).all()
     assert scores[3].tolist() == [0.06, 1.06, 2.06, 2.06, 1.06, 0.06]
+
+
+def test_a_head_output_set_as_an_attribute_is_the_one_its_blocks_hold():
+    """A head's output set on the outputs is held in ``logits``, so the blocks ``take`` cuts for decoding hold it."""
+    offsets = np.array([[[-1, -1], [0, 2], [3, 5]], [[-1, -1], [3, 5], [6, 8]]])
+    outputs = window_outputs.WindowOutputs(np.array([0, 0]), offsets, offsets[..., 0] >= 0)
+    outputs.start_logits = np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0]])
+    assert set(outputs.logits) == {"start_logits"}
+    assert outputs.take(np.array([1]), np.array([0])).start_logits.tolist() == [[0.0, 3.0, 4.0]]
+    outputs.start_logits = None
+    assert outputs.logits == {} and outputs.start_logits is None

@@ -453,8 +453,8 @@ def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(
 
     from bio_mrc.features import pair_windows
 
-    # the backend's own overflow cutting, the path that sets a truncation on the shared tokenizer (windows sliced from
-    # the context alone set none)
+    # the backend's own overflow cutting of the whole context (windows sliced from the context alone set a truncation
+    # only to cut a short probe pair)
     monkeypatch.setattr(pair_windows, "_sliced_windows", lambda *args: None)
     real = tiny_tokenizer.set_truncation_and_padding
     windows_set, questions_set = threading.Event(), threading.Event()

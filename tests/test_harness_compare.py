@@ -760,7 +760,7 @@ def test_a_tracker_that_cannot_run_is_refused_before_any_folder(tiny_encoder_dir
     raw = config_dict(tiny_encoder_dir, runs=[{"name": "span-only", "heads": "span"},
                                               {"name": "logged", "heads": "span", "training_args": {"report_to": ["tensorboard"]}}])
     out = tmp_path / "cmp"
-    with pytest.raises(ConfigError, match=r"^runs\[1\]\.training_args: report_to 'tensorboard' cannot run here, .*: "
+    with pytest.raises(ConfigError, match=r'^runs\[1\]\.training_args: report_to "tensorboard" cannot run here, .*: '
                                           r"pip install 'bio_mrc\[tensorboard\]'$"):
         compare(parse_config(raw), FIXTURES, out)
     assert not out.exists()  # not even the first run's model folder

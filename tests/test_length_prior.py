@@ -81,9 +81,9 @@ def test_a_data_slice_skips_questions(tmp_path):
 def test_the_joint_decoding_adds_the_prior_per_inside_tag():
     from bio_mrc.decoding.postprocess import decode_joint
 
-    outputs = unsure_inside_outputs()
-    outputs.start_logits = np.zeros(outputs.mask.shape)
-    outputs.end_logits = np.zeros(outputs.mask.shape)
+    tags = unsure_inside_outputs()
+    flat = np.zeros(tags.mask.shape)  # the span head indifferent: every score difference is the tagger's
+    outputs = WindowOutputs(tags.example_index, tags.offsets, tags.mask, start_logits=flat, end_logits=flat, **tags.logits)
     example = [Example("q", "?", CONTEXT)]
     scores = {}
     for prior in (0.0, 0.7):

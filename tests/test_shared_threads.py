@@ -121,8 +121,8 @@ def test_copies_of_one_tokenizer_take_turns_as_the_tokenizer_itself_does(tiny_to
     from bio_mrc.encoders import right_sided
     from bio_mrc.features import pair_windows
 
-    # the backend's own overflow cutting, the path that sets a truncation on the shared tokenizer (windows sliced from
-    # the context alone set none)
+    # the backend's own overflow cutting of the whole context (windows sliced from the context alone set a truncation
+    # only to cut a short probe pair)
     monkeypatch.setattr(pair_windows, "_sliced_windows", lambda *args: None)
     left = copy.copy(tiny_tokenizer)
     left.truncation_side = "left"

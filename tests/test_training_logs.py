@@ -51,9 +51,9 @@ def test_tensorboard_writes_its_event_files_into_the_model_folder(tiny_encoder_d
 
 
 @pytest.mark.parametrize("option, expected", [
-    (["--report-to", "tensorboard"], "report_to 'tensorboard' cannot run here, its package is not installed"),
+    (["--report-to", "tensorboard"], 'report_to "tensorboard" cannot run here, its package is not installed'),
     (["--training-args", '{"report_to": "tensorboard"}'], "pip install 'bio_mrc[tensorboard]'"),
-    (["--report-to", "no-such-tracker"], "report_to 'no-such-tracker' is no tracker transformers knows"),
+    (["--report-to", "no-such-tracker"], 'report_to "no-such-tracker" is no tracker transformers knows'),
 ])
 def test_a_tracker_that_cannot_run_is_one_line_before_any_work(tiny_encoder_dir, tmp_path, capsys, monkeypatch, option, expected):
     from transformers.integrations import integration_utils

@@ -37,7 +37,7 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -275,7 +275,7 @@ class _JointScores:
                    log_start[:, 0] + log_end[:, 0])
 
 
-def _window_blocks(outputs: WindowOutputs, rows: np.ndarray):
+def _window_blocks(outputs: WindowOutputs, rows: np.ndarray) -> Iterator[tuple[int, WindowOutputs]]:
     """The windows ``rows`` a block of :data:`~bio_mrc.decoding.spans.BLOCK_WINDOWS` at a time: (where the block
     begins in ``rows``, its windows): a long context's per-token scores are held for one block, never for all its
     windows (each window's spans are its own)."""

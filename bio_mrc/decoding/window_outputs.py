@@ -23,7 +23,7 @@ class WindowOutputs:
     elsewhere; ``mask`` (F, L) marks paragraph tokens; ``example_index`` (F,)
     says which example each window belongs to. ``logits`` holds each head's
     logits by the names its registry entry gives them (``start_logits``,
-    ``end_logits``, ``bio_logits``, ...), passed as keywords and read as
+    ``end_logits``, ``bio_logits``, ...), passed as keywords, read and set as
     attributes; a registered head's name the model lacks reads None.
     ``word_offsets`` (F, L, 2) give the character span of each paragraph token's
     word and ``tag_mask`` (F, L) the tokens that carry a BIO tag (the first piece
@@ -82,13 +82,6 @@ class WindowOutputs:
                                      for name, first in arrays[0].items()})
 
     @property
-    def bio_log_probs(self) -> np.ndarray:
-        """(F, L, 3): the BIO head's log-probabilities of B, I and O; a ValueError without a BIO head."""
-        if self.bio_logits is None:
-            raise ValueError("this model has no BIO head")
-        return log_softmax(self.bio_logits)
-
-    @property
     def words(self) -> np.ndarray:
         """(F, L, 2): each paragraph token's word span, or its own offsets where the words are the tokens."""
         return self.offsets if self.word_offsets is None else self.word_offsets
@@ -106,7 +99,8 @@ class WindowOutputs:
     @property
     def word_end(self) -> np.ndarray:
         """(F, L): the paragraph tokens that end a word (every token at sub-word level): a token whose offsets reach
-        past its word's end holds the spaces after it (an added token that strips them, ``rstrip=True``)."""
+        past its word's end holds the spaces after it (an added token that strips them, ``rstrip=True``); a token of
+        no word (its word span -1) ends none."""
         return self.mask & (self.offsets[..., 1] >= self.words[..., 1]) & (self.words[..., 0] >= 0)
 
     def tag_view(self) -> "WindowOutputs":

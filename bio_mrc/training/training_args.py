@@ -77,13 +77,13 @@ def check_trackers_installed(reporters: list[str]) -> None:
     for name in (r for r in reporters if r not in ("none", "all") and r not in available):
         callback = trackers.INTEGRATION_TO_CALLBACK.get(name)
         if callback is None:
-            raise ConfigError(f"report_to {name!r} is no tracker transformers knows (known: {', '.join(trackers.INTEGRATION_TO_CALLBACK)})")
+            raise ConfigError(f"report_to {json_value(name)} is no tracker transformers knows (known: {', '.join(trackers.INTEGRATION_TO_CALLBACK)})")
         try:
             callback()
         except (ImportError, RuntimeError) as err:
             why = (str(err).strip().splitlines() or [type(err).__name__])[0]
             hint = f": pip install '{TRACKER_EXTRAS[name]}'" if name in TRACKER_EXTRAS else ""
-            raise ConfigError(f"report_to {name!r} cannot run here, its package is not installed ({why}){hint}") from None
+            raise ConfigError(f"report_to {json_value(name)} cannot run here, its package is not installed ({why}){hint}") from None
 
 
 def check_run_trackers(training_args: dict[str, Any], network_args: dict[str, Any] | None = None) -> None:
