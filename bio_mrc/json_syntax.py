@@ -10,7 +10,7 @@ import re
 import reprlib
 from typing import Any
 
-__all__ = ["LOOK", "decode_hint", "json_value", "syntax_hint"]
+__all__ = ["LOOK", "decode_hint", "json_string", "json_value", "syntax_hint"]
 
 _BLANK = " \t\n\r"  # JSON's whitespace
 LOOK = 1000  # characters read each side of the stop: a longer run of whitespace is read as no hint
@@ -38,9 +38,10 @@ def decode_hint(err: BaseException) -> str:
 _NOT_ASCII = re.compile(r"[^ -~]")  # json.dumps escapes ASCII's controls itself; each other character is looked at
 
 
-def _json_string(text: str) -> str:
+def json_string(text: str) -> str:
     """``text`` as a JSON string, its letters as they are and each character that shows as nothing (a control, a
-    byte-order mark, a zero-width space, a line separator) escaped, as Python's ``repr`` escapes them."""
+    byte-order mark, a zero-width space, a line separator) escaped, as Python's ``repr`` escapes them; never shortened,
+    as :func:`json_value` shortens it (a path or a pattern an error quotes is read to be copied)."""
     return _NOT_ASCII.sub(lambda found: found.group() if found.group().isprintable() else json.dumps(found.group())[1:-1],
                           json.dumps(text, ensure_ascii=False))
 
@@ -59,10 +60,10 @@ class _JsonRepr(reprlib.Repr):
 
     def repr_str(self, value: str, level: int) -> str:
         if len(value) <= self.maxstring:
-            return _json_string(value)
+            return json_string(value)
         head = max(0, (self.maxstring - 3) // 2)
         tail = max(0, self.maxstring - 3 - head)
-        return _json_string(value[:head])[:-1] + self.fillvalue + _json_string(value[len(value) - tail :])[1:]
+        return json_string(value[:head])[:-1] + self.fillvalue + json_string(value[len(value) - tail :])[1:]
 
 
 _SHORT = _JsonRepr()  # keywords only from Python 3.12

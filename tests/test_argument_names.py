@@ -412,7 +412,8 @@ def test_a_comparison_names_its_keywords(tmp_path, tiny_encoder_dir):
     config = parse_config({"name": "c", "train": {"path": "train.json"}, "eval": {"path": str(SAMPLE_V1)},
                            "defaults": {"encoder": str(tiny_encoder_dir), **WINDOWS}, "runs": [{"name": "a"}]})
     said = python_refusal(compare, config, tmp_path / "missing", tmp_path / "out")
-    assert said.startswith("train: the path 'train.json' is relative to the data directory") and "; pass data_dir or set " in said
+    assert said.startswith('train: the path "train.json" is relative to the data directory') and "; pass data_dir or set " in said
+    assert said.endswith(' (in comparison "c")')
 
     said = python_refusal(load_config("quick").with_overrides, seeds=[1, 1])
     assert said == "seeds: 1 is given twice; each seed trains one model, counted once"

@@ -101,7 +101,7 @@ def test_a_report_of_other_questions_or_settings_is_refused(earlier, tiny_encode
         compare(parse_config(other_eval), FIXTURES, tmp_path, cells_from=earlier[0])
     other_run = tiny_config(tiny_encoder_dir)
     other_run["runs"][0]["learning_rate"] = 5e-4
-    with pytest.raises(ConfigError, match="run 'span-only' has other settings there \\(learning_rate\\)"):
+    with pytest.raises(ConfigError, match='run "span-only" has other settings there \\(learning_rate\\)'):
         compare(parse_config(other_run), FIXTURES, tmp_path, cells_from=earlier[0])
     other_decoding = tiny_config(tiny_encoder_dir, decode={"n_best": 3})
     with pytest.raises(ConfigError, match="'decode' options"):
@@ -167,8 +167,13 @@ def test_a_cut_or_edited_report_is_refused_not_misaligned(earlier, tiny_encoder_
     partial["config"]["runs"] = [run.to_dict() for run in joint.runs]
     partial["cells"][0]["run"] = "joint"
     (tmp_path / "partial.json").write_text(json.dumps(partial))
-    with pytest.raises(ConfigError, match="run 'joint' seed 1 has the decodings \\['span'\\] there"):
+    with pytest.raises(ConfigError, match='run "joint" seed 1 has the decodings \\["span"\\] there'):
         compare(joint, FIXTURES, tmp_path / "out", cells_from=tmp_path / "partial.json")
+    retrained = json.loads(json.dumps(report))
+    retrained["train"]["question_hash"] = "0" * 16
+    (tmp_path / "retrained.json").write_text(json.dumps(retrained))
+    with pytest.raises(ConfigError, match='run "span-only"\'s training questions differ from this comparison\'s'):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "retrained.json")
 
 
 def test_impossible_numbers_in_a_report_or_a_cached_cell_are_refused_naming_the_file_and_field(earlier, tiny_encoder_dir, tmp_path):

@@ -49,7 +49,7 @@ def test_a_relative_path_without_its_data_folder_is_refused_naming_the_entry(tmp
     missing = tmp_path / "missing"
     assert main(["compare", "--config", str(config), "--data-dir", str(missing), "--output-dir", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == (
-        f"error: runs[1].train_data (run 'b'): the path 'squad-v1.1/train.json' is relative to the data directory {missing}, "
+        f'error: runs[1].train_data (run "b"): the path "squad-v1.1/train.json" is relative to the data directory {missing}, '
         f"which is not found; pass --data-dir or set BIO_MRC_DATA, or give the path in full (in {config})\n")
     assert not (tmp_path / "out").exists()
 
@@ -80,7 +80,7 @@ def test_a_preset_named_like_a_file_here_is_the_preset_with_a_note(tmp_path, mon
     assert main(["compare", "--config", "quick", "--data-dir", "no-data"]) == 2
     assert capsys.readouterr().err == (
         "note: --config quick is the preset quick; the file quick here is not read (give --config ./quick for it)\n"
-        "error: eval: the path 'squad-v1.1/dev.json' is relative to the data directory no-data, which is not found; "
+        'error: eval: the path "squad-v1.1/dev.json" is relative to the data directory no-data, which is not found; '
         "pass --data-dir or set BIO_MRC_DATA, or give the path in full (in quick)\n")
     assert main(["compare", "--config", "./quick", "--data-dir", "no-data"]) == 2
     assert capsys.readouterr().err == "error: top level: 'eval' is a required property (and 1 more) (in quick)\n"

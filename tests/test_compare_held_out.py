@@ -85,8 +85,8 @@ def test_an_init_from_model_trained_on_held_out_questions_is_refused_before_any_
         with pytest.raises(ConfigError) as refused:
             call(cfg, tmp_path, tmp_path / "out")
         assert str(refused.value) == (
-            f"comparison 'held-out': {shared} of the 4 '{key}' questions ({source}) {questions} among the questions "
-            f"runs[1].init_from ({model}), the model run 'continued' continues, was trained on (its {RUN_FILE} keeps every "
+            f"comparison \"held-out\": {shared} of the 4 '{key}' questions ({source}) {questions} among the questions "
+            f"runs[1].init_from ({model}), the model run \"continued\" continues, was trained on (its {RUN_FILE} keeps every "
             f"stage's): a comparison scores and tunes its models on questions none of them trained on; give '{key}' other "
             "questions")
         assert not (tmp_path / "out").exists()
@@ -104,8 +104,8 @@ def test_a_training_split_holding_the_evaluation_questions_under_other_ids_and_s
         train_models(cfg, tmp_path, tmp_path / "out")
     monkeypatch.setattr(harness_compare, "check_disjoint", lambda named: None)
     with pytest.raises(ConfigError, match=re.escape(
-            f"comparison 'held-out': 4 of the 4 'eval' questions ({files['eval']}) are in 'runs[1].train_data' (the same "
-            "text and context, under any id or spacing), which run 'more' trains on: a comparison scores and tunes its "
+            f"comparison \"held-out\": 4 of the 4 'eval' questions ({files['eval']}) are in 'runs[1].train_data' (the same "
+            "text and context, under any id or spacing), which run \"more\" trains on: a comparison scores and tunes its "
             "models on questions none of them trained on; give 'eval' other questions")):
         train_models(cfg, tmp_path, tmp_path / "out")
     assert not (tmp_path / "out").exists()
@@ -121,7 +121,7 @@ def test_a_tune_split_holding_questions_of_the_cross_validation_folds_is_refused
         compare(cfg, tmp_path, tmp_path / "out")
     monkeypatch.setattr(harness_compare, "check_disjoint", lambda named: None)
     with pytest.raises(ConfigError, match=re.escape(
-            f"comparison 'held-out': 3 of the 3 'tune' questions ({spaced} (first 3 questions)) are in 'eval' (the same "
+            f"comparison \"held-out\": 3 of the 3 'tune' questions ({spaced} (first 3 questions)) are in 'eval' (the same "
             "text and context, under any id or spacing), whose cross-validation folds its models train on: ")):
         compare(cfg, tmp_path, tmp_path / "out")
 

@@ -242,3 +242,15 @@ def test_reliability_quotes_the_problem_as_it_is_said(case, tmp_path):
     problem = QUOTED_PROBLEMS[case](tmp_path)
     head = problem.partition(" (--fix-offsets relocates it there: ")[0]  # the page shortens the option's explanation
     assert f"`{head}" in RELIABILITY.read_text(encoding="utf-8"), f"docs/reliability.md does not quote {problem!r}"
+
+
+def test_reliability_quotes_the_line_for_a_relative_path_without_its_data_folder(tmp_path, monkeypatch, capsys):
+    """A run's relative ``train_data`` under a data folder that is not there: the run and the path as the config spells them."""
+    sample = str(Path(__file__).resolve().parent / "fixtures" / "sample_squad_v1.json")
+    config = {"name": "c", "train": {"path": sample}, "eval": {"path": sample},
+              "runs": [{"name": "a"}, {"name": "b", "train_data": {"path": "squad-v1.1/train.json"}}]}
+    monkeypatch.chdir(tmp_path)
+    Path("config.json").write_text(json.dumps(config), encoding="utf-8")
+    printed = _printed_error(["compare", "--config", "config.json", "--data-dir", "../shared/data", "--output-dir", "out"], capsys)
+    assert f"`{printed}`" in RELIABILITY.read_text(encoding="utf-8"), f"docs/reliability.md does not quote {printed!r}"
+    assert not Path("out").exists()

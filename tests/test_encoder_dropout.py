@@ -217,5 +217,5 @@ def test_cells_from_an_earlier_report_holding_the_default_rate_written_match_the
     assert "attention_dropout" not in default.to_dict() and given.to_dict()["attention_dropout"] == 0.0
     _check_run("report.json", "a", given.to_dict(), default.to_dict())
     _check_run("report.json", "a", default.to_dict(), given.to_dict())
-    with pytest.raises(ConfigError, match=r"run 'a' has other settings there \(attention_dropout\)"):
+    with pytest.raises(ConfigError, match=r'run "a" has other settings there \(attention_dropout\)'):
         _check_run("report.json", "a", {**default.to_dict(), "attention_dropout": 0.1}, default.to_dict())

@@ -213,7 +213,7 @@ def test_a_run_continuing_from_its_own_models_is_refused_before_any_training(tin
     own = str(tmp_path / "out" / "models" / pattern)
     cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"}, {"name": "second", "heads": "bio", "init_from": own}])
     for call in (compare, train_models):
-        with pytest.raises(ConfigError, match=rf"^runs\[1\]\.init_from: {re.escape(repr(own))} matches this run's own model "
+        with pytest.raises(ConfigError, match=rf"^runs\[1\]\.init_from: {re.escape(json.dumps(own))} matches this run's own model "
                                               r"second-seed5-\.\.\.: a run cannot continue from itself"):
             call(cfg, FIXTURES, tmp_path / "out")
         assert trained == [] and not (tmp_path / "out" / "models").exists()

@@ -8,19 +8,23 @@ import pytest
 
 from bio_mrc.data.json_reader import DataFormatError
 from bio_mrc.data.squad import load_squad
-from bio_mrc.errors import ModelFormatError
+from bio_mrc.errors import ConfigError, ModelFormatError
+from bio_mrc.harness.models import resolve_init_from
+from bio_mrc.harness.results import Cell
+from bio_mrc.harness.summary_records import Row
 
 CONTEXT = "France is a country."
 
 
 def test_json_value_spells_values_as_json():
-    from bio_mrc.json_syntax import json_value
+    from bio_mrc.json_syntax import json_string, json_value
 
     assert [json_value(v) for v in (True, False, None, "it's", 3, 1.5, float("nan"))] == [
         "true", "false", "null", '"it\'s"', "3", "1.5", "NaN"]
     assert json_value({"a": [1, None, "b"]}) == '{"a": [1, null, "b"]}'
     assert json_value("\ufeffid\n") == '"\\ufeffid\\n"' and json_value("café") == '"café"'  # unseen escaped, letters kept
     assert json_value("x" * 1000) == '"' + "x" * 38 + "..." + "x" * 39 + '"'  # 80 characters: a value of megabytes is no line
+    assert json_string("x" * 1000 + "\u200b") == '"' + "x" * 1000 + '\\u200b"'  # a path or pattern whole, unseen escaped
 
 
 def _squad_file(tmp_path, qa: dict, title="t"):
@@ -106,3 +110,27 @@ def test_a_model_folders_unregistered_heads_are_quoted_as_json():
 
     with pytest.raises(ValueError, match='got "span\\+pointer": no head named "pointer" is registered'):
         registry.head_names("span+pointer")
+
+
+_ROW = {"cell": "a/span", "run": "a", "decoding": "span", "seeds": [1], "train_questions": 3, "threshold": None,
+        "bio_length_prior": None, "train_seconds": [1.0], "inference_seconds": [1.0], "decode_seconds": [0.5]}
+_CELL = {"run": "a", "decoding": "span", "seed": 1, "model_dir": "m", "answers": ["x"], "decode_seconds": 0.0, "f1": [50.0]}
+
+
+def _refusal(call):
+    with pytest.raises(ConfigError) as refused:
+        call()
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda: Row.from_json({**_ROW, "cell": "a/bio"}, "row 0"), 'row 0: cell "a/bio" is not its run and decoding, "a/span"'),
+    (lambda: Cell.from_json(_CELL).column("em"), 'cell a/span (seed 1) has no per-question "em" scores; it has ["f1"]'),
+    (lambda: Cell.from_json({**_CELL, "seed": True}), "a cell: field 'seed' must be an integer, got true"),
+    (lambda: Cell.from_json({**_CELL, "answers": ["x", None]}), 'a cell: field \'answers\' must be a list of answer strings, got ["x", null]'),
+    (lambda: Cell.from_json({**_CELL, "f1": [None]}), "a cell: field 'f1' holds null at position 0, outside [0, 100]"),
+    (lambda: resolve_init_from(f"/nowhere/{'x' * 90}-seed42-*"),  # a pattern quoted whole, however long
+     f'init_from "/nowhere/{"x" * 90}-seed42-*" must match exactly one trained model; it matches no complete model. '),
+])
+def test_a_reports_values_and_a_comparisons_names_are_quoted_as_json(call, said):
+    assert _refusal(call).startswith(said)

@@ -696,9 +696,9 @@ CELL = {"run": "joint", "decoding": "span", "seed": 1, "model_dir": "m", "answer
 @pytest.mark.parametrize("field, value, match", [
     ("f1", [-500.0, 50.0], r"field 'f1' holds -500.0 at position 0, outside \[0, 100\]"),
     ("f1", [100.0, 250.0], r"field 'f1' holds 250.0 at position 1, outside \[0, 100\]"),
-    ("em", [math.nan, 0.0], r"field 'em' holds nan at position 0"),
-    ("f1", "high", r"field 'f1' must be a list of per-question scores, got 'high'"),
-    ("seed", "one", r"field 'seed' must be an integer, got 'one'"),
+    ("em", [math.nan, 0.0], r"field 'em' holds NaN at position 0"),
+    ("f1", "high", r'field \'f1\' must be a list of per-question scores, got "high"'),
+    ("seed", "one", r'field \'seed\' must be an integer, got "one"'),
     ("decode_seconds", -1, r"field 'decode_seconds' must be a number of seconds >= 0"),
     ("answers", [1, 2], "field 'answers' must be a list of answer strings"),
 ])

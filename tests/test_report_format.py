@@ -109,9 +109,10 @@ def _edited(summary: dict, path: tuple, value) -> dict:
     ("v2-from-reader", ("always_abstain", "cells"), [], "summary: always_abstain: field 'cells' must be an object, got list"),
     ("multispan-reader-cpu-reduced", ("data_sets", 1, "rows", 0, "single_span", "f1"), ...,
      r"summary: data set 1: row 0: single_span is not single-span scores: it lacks \['f1'\]"),
-    ("multispan-reader-cpu-reduced", ("data_sets", 0, "rows", 0, "em_f1"), 17.6, "summary: data set 0: row 0: score 'em_f1' must be a list"),
+    ("multispan-reader-cpu-reduced", ("data_sets", 0, "rows", 0, "em_f1"), 17.6, 'summary: data set 0: row 0: score "em_f1" must be a list'),
     ("multispan-reader-cpu-reduced", ("data_sets", 0, "baseline"), "reader/bio", "summary: data set 0: field 'baseline' must be an object"),
     ("multispan-reader-cpu-reduced", ("data_sets",), {}, "summary: field 'data_sets' must be a list, got dict"),
+    ("v2-from-reader", ("breakdowns", "by type"), {"x": {}}, 'summary: breakdown "by type": "x" is not a cell label'),
 ])
 def test_a_hand_edited_part_of_the_summary_is_refused_naming_the_field(name, path, value, message):
     with pytest.raises(ConfigError, match=message):
@@ -127,11 +128,12 @@ def test_a_hand_edited_learning_curve_is_refused_naming_the_field():
         (("statistic",), 3, "field 'statistic' must be a string, got int"),
         (("points", 0, "run"), 3, "learning curve: point 0: field 'run' must be a string, got 3"),
         (("points", 0, "f1"), ..., r"point 0 is not a point of the learning curve: it lacks \['f1'\]"),
-        (("points", 0, "f2"), 1.0, r"point 0: unknown fields \['f2'\]"),
+        (("points", 0, "f2"), 1.0, r'point 0: unknown fields \["f2"\]'),
         (("gaps",), [{"run": "r"}], r"gap 0 is not a gap: it lacks \['train_questions', "),
         (("gap_trend",), {"slope": 1.0}, r"gap_trend is not the gap's trend: it lacks \['last_step'\]"),
         (("curves",), {"span": 3}, "field 'curves' must map each curve's name to a list of points"),
         (("gaps",), {}, "field 'gaps' must be a list, got dict"),
+        (("curves",), {"span": [3]}, 'learning curve: curve "span" is not a point'),
     ]:
         with pytest.raises(ConfigError, match=message):
             LearningCurve.from_json(_edited(curve, path, value), "report.json: summary: learning curve")
@@ -168,7 +170,7 @@ def test_a_report_of_a_later_format_is_refused_saying_what_to_do(tmp_path):
 
 def test_a_cell_with_an_unknown_or_a_missing_field_is_refused_where_it_is_made():
     cell = {"run": "r", "decoding": "span", "seed": 1, "model_dir": "m", "answers": [], "decode_seconds": 0.0}
-    with pytest.raises(ConfigError, match=r"unknown cell fields \['f2'\]"):
+    with pytest.raises(ConfigError, match=r'unknown cell fields \["f2"\]'):
         Cell.from_json({**cell, "f2": []})
     with pytest.raises(ConfigError, match=r"cell 3 is not a comparison cell: it lacks \['model_dir', 'seed'\]"):
         Cell.from_json({key: value for key, value in cell.items() if key not in ("seed", "model_dir")}, "cell 3")
@@ -258,7 +260,7 @@ def test_a_hand_edited_cells_confidences_are_refused_naming_the_field(tmp_path, 
     path = tmp_path / "report.json"
     path.write_text(json.dumps(stored))
     with pytest.raises(ConfigError, match=rf"^cells_from='{path}': cell {number}: field 'selective' must be an object whose "
-                                          r"confidences are lists of numbers, got \{'right': "):
+                                          r'confidences are lists of numbers, got \{"confidence": '):
         read_report(path)
 
 

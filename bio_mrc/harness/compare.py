@@ -24,6 +24,7 @@ from ..data.squad import as_written
 from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError
+from ..json_syntax import json_value
 from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
@@ -52,7 +53,7 @@ from .comparison_splits import (Split, Splits, check_data_dir, check_disjoint, c
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     """Every split of ``config``, checked: disjoint, and a tuning split where SQuAD 2.0 needs one."""
-    check_data_dir(config, data_dir, f"comparison {config.name!r}")
+    check_data_dir(config, data_dir, f"comparison {json_value(config.name)}")
     named_eval = [("eval", config.eval), *((f"eval_also[{n}]", spec) for n, spec in enumerate(config.eval_also))]
     eval_split = joined_split([_questions(key, spec, data_dir) for key, spec in named_eval])
     tune_split = _questions("tune", config.tune, data_dir) if config.tune else None

@@ -25,6 +25,7 @@ from ..data.limits import max_json_bytes, read_at_most
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError, argument
 from ..io import special_file_kind
+from ..json_syntax import json_value
 from ..model_folder import special_float
 from ..plurals import counted
 from .config import RUN_OPTIONS_WHEN_ABSENT, CompareConfig
@@ -120,7 +121,7 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
         if run.name in earlier_runs:
             _check_run(path, run.name, earlier_runs[run.name], run.to_dict())
             trained_on = earlier.run_train.get(run.name) or earlier.train or {}
-            _check_same(path, f"run {run.name!r}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
+            _check_same(path, f"run {json_value(run.name)}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
     wanted = {(run.name, seed) for run in config.runs for seed in config.run_seeds(run)}
     by_model: dict[tuple[str, int], list[Cell]] = {}
     for number, cell in enumerate(earlier.cells):
@@ -131,7 +132,7 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
         for seed in config.run_seeds(run):
             held = [cell.decoding for cell in by_model.get((run.name, seed), [])]
             if held and sorted(held) != sorted(available_decodings(run.train.heads)):
-                raise ConfigError(f"{argument('cells_from', str(path))}: run {run.name!r} seed {seed} has the decodings {held} there, "
+                raise ConfigError(f"{argument('cells_from', str(path))}: run {json_value(run.name)} seed {seed} has the decodings {json_value(held)} there, "
                                   f"not every decoding of its heads ({', '.join(available_decodings(run.train.heads))})")
     source = {"path": str(path), "date": earlier.date, "package_version": earlier.package_version, "code": earlier.code}
     return EarlierCells(source, by_model)
@@ -213,5 +214,5 @@ def _check_run(path: str | Path, name: str, earlier: dict[str, Any], current: di
     earlier, current = ({**RUN_OPTIONS_WHEN_ABSENT, **run} for run in (earlier, current))
     differing = sorted(key for key in (earlier.keys() | current.keys()) - _NOT_MODEL_SETTINGS if earlier.get(key) != current.get(key))
     if differing:
-        raise ConfigError(f"{argument('cells_from', str(path))}: run {name!r} has other settings there ({', '.join(differing)}); "
+        raise ConfigError(f"{argument('cells_from', str(path))}: run {json_value(name)} has other settings there ({', '.join(differing)}); "
                           f"rename the run here to train it anew, or drop {argument('cells_from')}")

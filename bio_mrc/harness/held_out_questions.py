@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError, ModelFormatError
 from ..hub import cached_folder
+from ..json_syntax import json_value
 from ..inference.held_out import training_fingerprint
 from ..model_records import RUN_FILE
 from ..question_fingerprint import decoded_hashes, question_hashes
@@ -51,7 +52,7 @@ def _check(config: CompareConfig, held_out: HeldOut, what: str, trained: np.ndar
     for key, split, hashes in held_out:
         if shared := int(np.isin(hashes, trained).sum()):
             raise ConfigError(
-                f"comparison {config.name!r}: {shared} of the {len(hashes)} '{key}' questions ({split.description}) "
+                f"comparison {json_value(config.name)}: {shared} of the {len(hashes)} '{key}' questions ({split.description}) "
                 f"{'is' if shared == 1 else 'are'} {what}: a comparison scores and tunes its models on questions none of "
                 f"them trained on; give '{key}' other questions")
 
@@ -67,7 +68,7 @@ def _training_splits(config: CompareConfig, splits: Splits) -> Iterator[tuple[st
         entry = json.dumps(asdict(runs[0].data or config.train), sort_keys=True)
         if entry not in hashed:
             hashed[entry] = np.unique(question_hashes(splits.train_for(runs[0]).examples))
-        names = ", ".join(repr(run.name) for run in runs)
+        names = ", ".join(json_value(run.name) for run in runs)
         yield f"in '{key}' {SAME}, which run{'s' if len(runs) > 1 else ''} {names} train{'' if len(runs) > 1 else 's'} on", hashed[entry]
 
 
@@ -86,7 +87,7 @@ def _init_from_stages(config: CompareConfig) -> Iterator[tuple[str, np.ndarray]]
         except ModelFormatError as err:
             raise ConfigError(f"runs[{number}].init_from: {err}") from None
         if fingerprint is not None:
-            yield (f"among the questions runs[{number}].init_from ({folder}), the model run {run.name!r} continues, was trained "
+            yield (f"among the questions runs[{number}].init_from ({folder}), the model run {json_value(run.name)} continues, was trained "
                    f"on (its {RUN_FILE} keeps every stage's)", decoded_hashes(fingerprint))
 
 

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import ConfigError
+from ..json_syntax import json_value
 from .cell_key import CellKey, OfOneCell
 from .record_json import check_kinds, checked, plain_record, refuse_unknown
 
@@ -115,6 +116,6 @@ class LearningCurve:
             raise ConfigError(f"{source}: field 'curves' must map each curve's name to a list of points")
         trend = data["gap_trend"]
         return cls(points=[CurvePoint.from_json(p, f"{source}: point {k}") for k, p in enumerate(data["points"])],
-                   curves={name: [CurvePoint.from_json(p, f"{source}: curve {name!r}") for p in curve] for name, curve in data["curves"].items()},
+                   curves={name: [CurvePoint.from_json(p, f"{source}: curve {json_value(name)}") for p in curve] for name, curve in data["curves"].items()},
                    gaps=[plain_record(Gap, g, f"{source}: gap {k}", "a gap") for k, g in enumerate(data["gaps"])],
                    gap_trend=None if trend is None else GapTrend.from_json(trend, f"{source}: gap_trend"), statistic=data.get("statistic", "F1"))

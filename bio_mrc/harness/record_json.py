@@ -40,7 +40,7 @@ def refuse_unknown(data: dict[str, Any], known: Any, source: str) -> None:
     known = set(known)
     unknown = [key for key in data if key not in known]
     if unknown:
-        raise ConfigError(f"{source}: unknown fields {unknown}")
+        raise ConfigError(f"{source}: unknown fields {json_value(unknown)}")
 
 
 def plain_record(cls: type[R], data: Any, source: str, what: str, **typed: Any) -> R:
@@ -57,6 +57,6 @@ def per_seed_scores(data: dict[str, Any], other_fields: Any, source: str) -> dic
     scores = {key: value for key, value in data.items() if key not in other}
     for key, value in scores.items():
         if not isinstance(value, list):
-            raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {json_value(value)}")
+            raise ConfigError(f"{source}: score {json_value(key)} must be a list of per-seed scores, got {json_value(value)}")
     return scores
 

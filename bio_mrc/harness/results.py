@@ -14,6 +14,7 @@ upgrading it in memory (:func:`upgrade_report`); one of a later version is refus
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -129,19 +130,14 @@ def _confidences_listed(value: Any) -> bool:
 
 
 def _kind(check: Any, what: str) -> Any:
-    return lambda value: None if check(value) else f"must be {what}, got {_shown(value)}"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return lambda value: None if check(value) else f"must be {what}, got {json_value(value)}"
 
 
 def _scores(low: float, high: float | None) -> Any:
     """A check of per-question scores: a list of numbers in [low, high] (numbers at any depth, for span counts)."""
     def check(value: Any) -> str | None:
         if not isinstance(value, list):
-            return f"must be a list of per-question scores, got {_shown(value)}"
+            return f"must be a list of per-question scores, got {json_value(value)}"
         flat = np.asarray(value, dtype=object).ravel() if value else np.array([])
         if _plain_numbers(flat):  # checked at once; the loop below only names a bad one
             numbers = flat.astype(np.float64)
@@ -150,7 +146,7 @@ def _scores(low: float, high: float | None) -> Any:
         for k, number in enumerate(flat):
             if not _is_number(number) or not low <= number <= (math.inf if high is None else high):
                 bound = f"[{low:g}, {high:g}]" if high is not None else f"a count >= {low:g}"
-                return f"holds {_shown(number)} at position {k}, outside {bound} (a hand-edited or corrupt file?)"
+                return f"holds {json_value(number)} at position {k}, outside {bound} (a hand-edited or corrupt file?)"
         return None
     return check
 
@@ -246,7 +242,8 @@ class Cell:
         """One per-question column; a name the cell lacks is a :class:`ConfigError` naming it."""
         held = self.columns()
         if name not in held:
-            raise ConfigError(f"cell {self.label} (seed {self.seed}) has no per-question {name!r} scores; it has {sorted(held)}")
+            raise ConfigError(f"cell {self.label} (seed {self.seed}) has no per-question {json_value(name)} scores; "
+                              f"it has {json.dumps(sorted(held), ensure_ascii=False)}")
         return held[name]
 
     @property
@@ -270,7 +267,7 @@ class Cell:
             raise ConfigError(f"{source} is not a comparison cell: it lacks {missing}")
         unknown = sorted(set(data) - _field_names(cls))
         if unknown:
-            raise ConfigError(f"{source}: unknown cell fields {unknown}; known: {sorted(_field_names(cls))}")
+            raise ConfigError(f"{source}: unknown cell fields {json_value(unknown)}; known: {json.dumps(sorted(_field_names(cls)))}")
         for name, value in data.items():
             if value is not None and (problem := _CELL_CHECKS.get(name, _anything)(value)):
                 raise ConfigError(f"{source}: field {name!r} {problem}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import ConfigError
+from ..json_syntax import json_value
 from .cell_key import CellKey, OfOneCell
 from .data_set_records import DataSetSummary
 from .learning_curve_records import LearningCurve
@@ -59,7 +60,7 @@ class Row(OfOneCell):
         data = checked(data, _ROW_REQUIRED, source, "a summary row")
         cell = CellKey.of_fields(data, source)
         if data.get("cell", str(cell)) != str(cell):
-            raise ConfigError(f"{source}: cell {data['cell']!r} is not its run and decoding, {str(cell)!r}")
+            raise ConfigError(f"{source}: cell {json_value(data['cell'])} is not its run and decoding, {json_value(str(cell))}")
         known = {f.name for f in fields(cls)} - {"cell", "scores"}
         scores = per_seed_scores(data, known | {"cell", "run", "decoding"}, source)
         given = {key: value for key, value in data.items() if key in known}
@@ -130,7 +131,7 @@ class Summary(Statistics):
         return cls(
             rows=[Row.from_json(row, f"{source}: row {k}") for k, row in enumerate(data["rows"])],
             **Statistics.fields_from_json(data, source),
-            breakdowns={name: {CellKey.parse(label, f"{source}: breakdown {name!r}"): groups for label, groups in table.items()}
+            breakdowns={name: {CellKey.parse(label, f"{source}: breakdown {json_value(name)}"): groups for label, groups in table.items()}
                         for name, table in data["breakdowns"].items()},
             **{name: read(data[name], f"{source}: {name}") for name, read in _PARTS.items() if data.get(name) is not None},
             data_sets=None if data_sets is None else [DataSetSummary.from_json(part, f"{source}: data set {k}") for k, part in enumerate(data_sets)],
