@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import json
 import math
 import numbers
 import types
@@ -117,9 +116,9 @@ def schema_message(error: jsonschema.ValidationError) -> str:
     (``"5" is not of type "integer"``, ``true``): jsonschema quotes them as Python writes them (``'5'``, ``True``)."""
     if error.validator == "type":
         types = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
-        return f"{json_value(error.instance)} is not of type {', '.join(json.dumps(kind) for kind in types)}"
+        return f"{json_value(error.instance)} is not of type {', '.join(json_value(kind, whole=True) for kind in types)}"
     if error.validator == "enum":
-        return f"{json_value(error.instance)} is not one of {json.dumps(error.validator_value, ensure_ascii=False)}"
+        return f"{json_value(error.instance)} is not one of {json_value(error.validator_value, whole=True)}"
     python = repr(error.instance)
     return json_value(error.instance) + error.message[len(python):] if error.message.startswith(python) else error.message
 

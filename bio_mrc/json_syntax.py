@@ -39,11 +39,21 @@ _NOT_ASCII = re.compile(r"[^ -~]")  # json.dumps escapes ASCII's controls itself
 
 
 def json_string(text: str) -> str:
-    """``text`` as a JSON string, its letters as they are and each character that shows as nothing (a control, a
-    byte-order mark, a zero-width space, a line separator) escaped, as Python's ``repr`` escapes them; never shortened,
-    as :func:`json_value` shortens it (a path or a pattern an error quotes is read to be copied)."""
-    return _NOT_ASCII.sub(lambda found: found.group() if found.group().isprintable() else json.dumps(found.group())[1:-1],
-                          json.dumps(text, ensure_ascii=False))
+    """``text`` as a JSON string, whole: ``json_value(text, whole=True)`` (a path or a pattern an error quotes is read
+    to be copied)."""
+    return _whole(text)
+
+
+def _whole(value: Any) -> str:
+    """``value`` as JSON, its letters as they are and each character that shows as nothing (a control, a byte-order
+    mark, a zero-width space, a line separator) escaped, as Python's ``repr`` escapes them; an object's keys sorted,
+    as ``reprlib`` sorts them."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except TypeError:  # keys of several types do not sort: in their given order, as reprlib leaves them
+        text = json.dumps(value, ensure_ascii=False)
+    # such a character stands only inside a string, so escaping it there keeps the value
+    return _NOT_ASCII.sub(lambda found: found.group() if found.group().isprintable() else json.dumps(found.group())[1:-1], text)
 
 
 class _JsonRepr(reprlib.Repr):
@@ -70,7 +80,10 @@ _SHORT = _JsonRepr()  # keywords only from Python 3.12
 _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 80, 40, 80, 5, 5, 3
 
 
-def json_value(value: Any) -> str:
+def json_value(value: Any, whole: bool = False) -> str:
     """``value``, read from a JSON file, as an error quotes it: as JSON spells it (``true``, ``null``, ``"text"``,
-    ``{"a": 1}``), shortened (a string of millions of characters, a list of thousands, would make a line as long)."""
-    return _SHORT.repr(value)
+    ``{"a": 1}``, ``NaN``), each character that shows as nothing escaped (``"\\u200b"``), an object's keys sorted (two
+    values an error sets side by side line up); shortened (a string of millions of characters, a list of thousands,
+    would make a line as long), or ``whole``: every character, for a value read to be copied or chosen from (a path,
+    the names to pick one of). A value short enough reads the same either way."""
+    return _whole(value) if whole else _SHORT.repr(value)

@@ -1100,9 +1100,9 @@ def _check_special_values(folder: Path, name: str, settings: Mapping[str, Any], 
         token = value.get("content") if isinstance(value, dict) else value
         if value is not None and not isinstance(token, str):
             raise fail(folder, name, f"{key} must be a token's text or an added token's object with its 'content', "
-                                     f"got {json.dumps(value)}")
+                                     f"got {json_value(value)}")
         if key in TEMPLATE_TOKEN_KEYS and template and token not in template:
-            raise fail(folder, name, f"{key} {json.dumps(token)} is not one of the special tokens {TOKENIZER_FILE} puts "
+            raise fail(folder, name, f"{key} {json_value(token)} is not one of the special tokens {TOKENIZER_FILE} puts "
                                      f"in every window ({', '.join(sorted(template))}): the model was not trained with it there")
 
 
@@ -1145,8 +1145,8 @@ def check_window_frame(folder: str | Path, tokenizer: Any) -> None:
             return " ".join(str(saved.id_to_token(i)) for i in ids)
 
         raise fail(folder, "tokenizer_config.json", f"its special tokens frame a question and a context as "
-                                                    f"{json.dumps(shown(built))}, where {TOKENIZER_FILE}, which the model "
-                                                    f"was trained with, frames them as {json.dumps(shown(trained))} "
+                                                    f"{json_value(shown(built), whole=True)}, where {TOKENIZER_FILE}, which the model "
+                                                    f"was trained with, frames them as {json_value(shown(trained), whole=True)} "
                                                     "(cls_token and sep_token swapped or changed?)")
 
 

@@ -2,6 +2,7 @@
 Python writes it (``True``, ``None``, ``'text'``): the user finds it in the file as quoted."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -25,6 +26,55 @@ def test_json_value_spells_values_as_json():
     assert json_value("\ufeffid\n") == '"\\ufeffid\\n"' and json_value("café") == '"café"'  # unseen escaped, letters kept
     assert json_value("x" * 1000) == '"' + "x" * 38 + "..." + "x" * 39 + '"'  # 80 characters: a value of megabytes is no line
     assert json_string("x" * 1000 + "\u200b") == '"' + "x" * 1000 + '\\u200b"'  # a path or pattern whole, unseen escaped
+
+
+@pytest.mark.parametrize("value, spelt", [
+    ('say "hi"\\', r'"say \"hi\"\\"'),
+    ("tab\tline\n\x1b\x7f\x85\u200b\u202e\u2028\ufeff", r'"tab\tline\n\u001b\u007f\u0085\u200b\u202e\u2028\ufeff"'),  # unseen escaped
+    ("café ∑ 日本 🙂", '"café ∑ 日本 🙂"'),  # letters and symbols as they are
+    (["a", None, True, False, 3, 1.5], '["a", null, true, false, 3, 1.5]'),
+    ((1, "b"), '[1, "b"]'),
+    ({"b": 1, "a": [2, {"d": None, "c": "x"}]}, '{"a": [2, {"c": "x", "d": null}], "b": 1}'),  # keys sorted, nested too
+    ({"b": 1, 2: "x"}, '{"b": 1, "2": "x"}'),  # keys of two types do not sort: in the given order
+    ([float("nan"), float("inf"), -float("inf")], "[NaN, Infinity, -Infinity]"),
+    ([["x" * 100]] * 7, "[" + ", ".join([f'["{"x" * 100}"]'] * 7) + "]"),  # never shortened
+])
+def test_a_value_whole_is_spelt_as_json_in_full(value, spelt):
+    from bio_mrc.json_syntax import json_value
+
+    assert json_value(value, whole=True) == spelt
+
+
+@pytest.mark.parametrize("value", ["it's", "caf\u00e9\u200b", ["a", None, 1.5], {"b": [1, True], "a": {"y": 2, "x": None}},
+                                   float("nan"), -3, [{"k": "v"}]])
+def test_a_short_value_reads_the_same_whole_or_shortened(value):
+    from bio_mrc.json_syntax import json_string, json_value
+
+    whole = json_value(value, whole=True)
+    assert json_value(value) == whole and json.loads(whole, parse_constant=str) == json.loads(json.dumps(value), parse_constant=str)
+    if isinstance(value, str):
+        assert json_string(value) == whole
+
+
+def test_a_long_value_whole_reads_back_as_the_value():
+    from bio_mrc.json_syntax import json_value
+
+    value = {"runs": [f"run-{k}\u2028" for k in range(50)], "name": "é" * 500}
+    assert json.loads(json_value(value, whole=True)) == value and len(json_value(value)) < 200
+
+
+def test_a_reports_differing_setting_is_quoted_with_its_letters():
+    from bio_mrc.harness.earlier_report import _check_same
+
+    with pytest.raises(ConfigError, match=re.escape('("café" there, "cafe" here)')):
+        _check_same("r.json", "the evaluation's task and scorer", "café", "cafe")
+
+
+def test_an_answers_lines_long_field_is_shortened_as_a_json_value():
+    from bio_mrc.inference.files import ANSWER_FIELDS, answer_record_problem
+
+    record = {name: types[0]() for name, types in ANSWER_FIELDS.items()} | {"no_answer_score": 0.0, "abstain": "n" * 100}
+    assert answer_record_problem(record) == f'has abstain "{"n" * 38}...{"n" * 39}", which is no bool'
 
 
 def _squad_file(tmp_path, qa: dict, title="t"):

@@ -283,7 +283,7 @@ def resolve_contrasts(
 def _json_list(names: Sequence[str]) -> str:
     """Every name of ``names`` as a JSON list (``json_value`` shortens past a few, and the cells to choose from are
     all worth reading)."""
-    return json.dumps(list(names), ensure_ascii=False)
+    return json_value(list(names), whole=True)
 
 
 def _contrast_pairs(contrasts: Any) -> list[tuple[str, str]]:

@@ -202,7 +202,7 @@ def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None
         first = next((k for k, (a, b) in enumerate(zip(earlier, current)) if a != b), min(len(earlier), len(current)))
         how = f"{len(earlier)} there, {len(current)} here; the first difference at position {first}"
     else:
-        how = f"{json.dumps(earlier, sort_keys=True)} there, {json.dumps(current, sort_keys=True)} here"
+        how = f"{json_value(earlier, whole=True)} there, {json_value(current, whole=True)} here"
     raise ConfigError(f"{argument('cells_from', str(path))}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
 
 

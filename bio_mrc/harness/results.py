@@ -14,7 +14,6 @@ upgrading it in memory (:func:`upgrade_report`); one of a later version is refus
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -243,7 +242,7 @@ class Cell:
         held = self.columns()
         if name not in held:
             raise ConfigError(f"cell {self.label} (seed {self.seed}) has no per-question {json_value(name)} scores; "
-                              f"it has {json.dumps(sorted(held), ensure_ascii=False)}")
+                              f"it has {json_value(sorted(held), whole=True)}")
         return held[name]
 
     @property
@@ -267,7 +266,7 @@ class Cell:
             raise ConfigError(f"{source} is not a comparison cell: it lacks {missing}")
         unknown = sorted(set(data) - _field_names(cls))
         if unknown:
-            raise ConfigError(f"{source}: unknown cell fields {json_value(unknown)}; known: {json.dumps(sorted(_field_names(cls)))}")
+            raise ConfigError(f"{source}: unknown cell fields {json_value(unknown)}; known: {json_value(sorted(_field_names(cls)), whole=True)}")
         for name, value in data.items():
             if value is not None and (problem := _CELL_CHECKS.get(name, _anything)(value)):
                 raise ConfigError(f"{source}: field {name!r} {problem}")

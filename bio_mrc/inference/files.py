@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence, TextIO
 
 from ..errors import DataFormatError
 from ..io import atomic_writers, home_expanded, printable_json
+from ..json_syntax import json_value
 from ..types import Prediction
 from .answers import no_answer_probability
 
@@ -87,7 +88,7 @@ def answer_record_problem(record: dict[str, Any], multi_span: bool = False) -> s
     for name, types in wanted.items():
         value = record[name]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            return f"has {name} {json.dumps(value)[:40]}, which is no {' or '.join(t.__name__ for t in types)}"
+            return f"has {name} {json_value(value)}, which is no {' or '.join(t.__name__ for t in types)}"
     return None
 
 

@@ -129,7 +129,7 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
         then = recorded.get(key) if isinstance(recorded, dict) else None
         if then != value:
             # whole, as the record spells them: a model's or data file's path runs past what json_value keeps
-            then, value = (json.dumps(v, ensure_ascii=False) for v in (then, value))
+            then, value = (json_value(v, whole=True) for v in (then, value))
             raise DataFormatError(f"the answers stream was made with {argument(key)} {then}, this run has {value}; resume with "
                                   f"the same options and data, or start again without {argument('resume', True)}", source=str(record_path))
 

@@ -129,7 +129,7 @@ def checkpoint_word_units(checkpoint: Path) -> str:
         raise ResumeError(f"cannot resume from {checkpoint}: no model config (a JSON object)")
     units = saved.get("word_units", WORD_UNITS_WHEN_ABSENT)
     if units not in WORD_UNITS:
-        raise ResumeError(f"cannot resume from {checkpoint}: word_units is {json_value(units)}, not one of {json.dumps(list(WORD_UNITS))}")
+        raise ResumeError(f"cannot resume from {checkpoint}: word_units is {json_value(units)}, not one of {json_value(list(WORD_UNITS), whole=True)}")
     return units
 
 
