@@ -12,6 +12,8 @@ from typing import Sequence
 import numpy as np
 import regex  # grapheme clusters (\X), which re lacks
 
+from .types import Alternative, CharSpan
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
@@ -48,6 +50,20 @@ def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
     if last < end:  # the cluster of the last readable character ends within the blank run after it, as no rule looks back
         end = start if last == start else _CLUSTER.match(context, last - 1, end).end()
     return start, end
+
+
+def without_edge_whitespace(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:
+    """Each gold span without the whitespace at its edges, as every decoder trims its answers (a span of only
+    whitespace as given): the spans both heads learn, a report's gold tags score against and a window must hold. A
+    gold text of " Paris" or "Paris\n" ends past the last token of a window that holds "Paris" (the span head would
+    learn [CLS] there), and the tokens of the spaces beside it (a SentencePiece "▁", a GPT-2 " from" after it) would
+    be tagged as the answer."""
+    def trimmed(start: int, end: int) -> CharSpan:
+        text = context[start:end]
+        if not text.strip():
+            return start, end
+        return start + len(text) - len(text.lstrip()), end - len(text) + len(text.rstrip())
+    return None if alternatives is None else tuple(tuple(trimmed(*span) for span in alt) for alt in alternatives)
 
 
 def trimmed_spans(contexts: Sequence[str], rows: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,8 @@ from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
-from .model_folder import CARD_FILE, special_floats
+from .model_folder import CARD_FILE, EXPORT_FILE, special_floats
+from .plurals import counted, number_form
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
            "remove_generated_card", "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
@@ -85,12 +86,14 @@ def _read_json(path: Path) -> Any:
     return special_floats(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
-def write_model_card(model_dir: str | Path, staged_for: str | Path | None = None) -> Path | None:
+def write_model_card(model_dir: str | Path, staged_for: str | Path | None = None, export: Mapping | None = None) -> Path | None:
     """(Re)write ``model_dir/README.md`` from the folder's files; returns its path.
 
     Nothing is written to a folder without ``config.json`` (no model yet), nor over a README.md
     written by hand (one without the card's marker line): that card is its author's to keep.
     ``staged_for``: ``model_dir`` is a staging folder whose files move into that folder (see :func:`_write_card`).
+    ``export``: the record of the ONNX export the folder holds (its marker, written after the card; None: the marker
+    ``bio_mrc_export.json`` of ``model_dir``, if any).
     """
     model_dir = Path(model_dir)
     config = _read_config(model_dir)
@@ -98,7 +101,18 @@ def write_model_card(model_dir: str | Path, staged_for: str | Path | None = None
         return None
     record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
     target = Path(staged_for) if staged_for is not None else model_dir
-    return _write_card(model_dir, render_model_card(config, record, evaluation, target.name), target)
+    export = export if export is not None else _export_record(model_dir)
+    return _write_card(model_dir, render_model_card(config, record, evaluation, target.name, export), target)
+
+
+def _export_record(folder: Path) -> Mapping | None:
+    """The ONNX export marker of ``folder`` as the card reads it; None without one, or for one that is no JSON object
+    (loading the folder refuses it, in one line: the card leaves it out)."""
+    try:
+        record = _read_json(folder / EXPORT_FILE)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, Mapping) else None
 
 
 def write_exported_card(output_dir: str | Path, model_dir: str | Path, architecture: str, left_out: Sequence[str],
@@ -201,22 +215,33 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def card_metadata(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str):
-    """The card's YAML front matter as ``huggingface_hub.ModelCardData`` (``model-index`` included)."""
+def card_metadata(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str,
+                  export: Mapping | None = None):
+    """The card's YAML front matter as ``huggingface_hub.ModelCardData`` (``model-index`` included; an ONNX export's
+    tagged ``onnx``)."""
     from huggingface_hub import ModelCardData
 
     config = model_config(config)
 
-    trained_on = (evaluation or {}).get("trained_on") or {}
-    dataset = _hub_dataset(trained_on.get("description"))
     results = _evaluation_results(evaluation, config) + _tuned_results(config)
+    datasets = _hub_datasets(record, evaluation)
     return ModelCardData(
-        library_name=LIBRARY_NAME, tags=card_tags(config.heads), pipeline_tag="question-answering",
+        library_name=LIBRARY_NAME, tags=card_tags(config.heads) + (["onnx"] if export else []), pipeline_tag="question-answering",
         base_model=_base_model((record or {}).get("train") or {}, (record or {}).get("encoder_path")) or _converted_from(config, record),
-        datasets=[dataset] if dataset else None,
+        datasets=datasets or None,
         metrics=["exact_match", "f1"] if evaluation else None,
         model_name=name if results else None, eval_results=results or None,
     )
+
+
+def _hub_datasets(record: Mapping | None, evaluation: Mapping | None) -> list[str]:
+    """The hub ids of the data sets the model learned from, in every stage (the run record's ``training_data``; a
+    comparison's training split), each once, in order."""
+    stages = (record or {}).get("training_data")
+    names = [stage.get("data") for stage in stages if isinstance(stage, Mapping)] if isinstance(stages, list) else []
+    names.append(((evaluation or {}).get("trained_on") or {}).get("description"))
+    found = [_hub_dataset(name) if isinstance(name, str) else None for name in names]
+    return list(dict.fromkeys(dataset for dataset in found if dataset))
 
 
 def _dataset(description: str | None, questions: Any, question_hash: Any, suffix: str = "") -> dict[str, Any]:
@@ -279,19 +304,21 @@ def _tuned_results(config: BioMrcConfig) -> list:
             for kind, label, key, value in values]
 
 
-def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str) -> str:
-    """The whole card: YAML front matter, then what the model is, its training, scores, tuned settings, usage.
-    Local absolute paths in the records are shown by their last two parts (:func:`public`)."""
-    config, record, evaluation = copy.deepcopy(model_config(config)), public(record), public(evaluation)
+def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str,
+                      export: Mapping | None = None) -> str:
+    """The whole card: YAML front matter, then what the model is (``export``: the record of the ONNX export the folder
+    holds), its training, scores, tuned settings, usage. Local absolute paths in the records are shown by their last
+    two parts (:func:`public`)."""
+    config, record, evaluation, export = copy.deepcopy(model_config(config)), public(record), public(evaluation), public(export)
     config.tuned_on = public(config.tuned_on)
-    metadata = card_metadata(config, record, evaluation, name)
+    metadata = card_metadata(config, record, evaluation, name, export)
     sections = [
         f"# {_heading(name)}",
         f"{CARD_MARKER} made from config.json, {RUN_RECORD_FILE} and {EVAL_FILE}, and remade when they change; "
         "remove this line to keep edits -->",
-        _model_section(config, record),
+        _model_section(config, record) + _export_words(export),
         _training_section(record, evaluation, config),
-        _evaluation_section(evaluation),
+        _evaluation_section(evaluation, record),
         _tuned_section(config),
         _usage_section(config, name),
     ]
@@ -306,7 +333,7 @@ def render_exported_card(config: BioMrcConfig, record: Mapping | None, architect
     config, record = model_config(config), public(record)
     metadata = ModelCardData(library_name="transformers", pipeline_tag="question-answering", tags=[*TAGS, LIBRARY_NAME],
                              base_model=_base_model((record or {}).get("train") or {}, (record or {}).get("encoder_path"))
-                             or _converted_from(config, record))
+                             or _converted_from(config, record), datasets=_hub_datasets(record, None) or None)
     windows = ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)
     body = [
         f"# {_heading(name)}",
@@ -321,6 +348,19 @@ def render_exported_card(config: BioMrcConfig, record: Mapping | None, architect
         _exported_usage(config, name),
     ]
     return f"---\n{metadata.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n"
+
+
+def _export_words(export: Mapping | None) -> str:
+    """What an ONNX export's folder holds, from its marker's record: the graph, opset, exporter, checked tolerance and
+    the model it was made from, and what runs it."""
+    if not isinstance(export, Mapping):
+        return ""
+    tolerance = export.get("tolerance")
+    checked = f", its logits within {tolerance:g} of PyTorch's" if isinstance(tolerance, (int, float)) else ""
+    return (f"\n\nThis folder is an ONNX export ({_code(export.get('file'))}, opset {_count(export.get('opset'))}, by "
+            f"{_code(export.get('exporter'))}{checked}) of the bio_mrc model {_code(export.get('source'))}: bio_mrc runs it with "
+            "ONNX Runtime on the CPU (`pip install 'bio_mrc[onnx]'`); it holds no PyTorch weights, so `train --init-from` "
+            "and `export` take the model it was made from.")
 
 
 def _exported_usage(config: BioMrcConfig, name: str) -> str:
@@ -468,10 +508,12 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None, config
     trained_on = (evaluation or {}).get("trained_on")
     resumed = f", resumed from {_code(record['resumed_from'])}" if record.get("resumed_from") else ""
     sittings = " (its last sitting's)" if training_time_is_partial(record) else " (every sitting's)" if resumed else ""
-    lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows) in "
+    lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows){_steps_words(record)} in "
              f"{record.get('seconds', 0):.0f} s{sittings}; {_loss_words(record)}; finished {record.get('finished')}{resumed}."]
     if record.get("precision_choice"):
         lines.append(_precision_line(record["precision_choice"]))
+    if isinstance(versions := record.get("versions"), Mapping) and versions:
+        lines.append("Trained with " + ", ".join(f"{name} {printable_line(str(version))}" for name, version in versions.items()) + ".")
     if isinstance(fingerprint := record.get("training_questions"), Mapping):
         lines.append(f"Its run record keeps a fingerprint of the {_count(fingerprint.get('questions'))} questions it was trained on in "
                      "every stage (`training_questions`: a 64-bit hash of each question's text and context), which `tune` and "
@@ -479,6 +521,8 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None, config
     if trained_on:
         lines.append(f"Training questions: {_code(trained_on.get('description'))} ({_count(trained_on.get('questions'))} questions, "
                      f"hash {_code(trained_on.get('question_hash'))}).")
+    elif stages := _stages_words(record.get("training_data")):
+        lines.append(stages)
     else:
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
     train = record.get("train") or {}
@@ -486,6 +530,34 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None, config
     rows = [(f"`{key}`", _option_value(key, value, config)) for key, value in options.items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))
+
+
+def _steps_words(record: Mapping) -> str:
+    """The optimizer steps a run took and the epochs they made, beside the epochs asked (``max_steps`` may stop a run
+    short of them); none in a record that predates them."""
+    steps, epochs = record.get("steps"), record.get("epochs_trained")
+    if not isinstance(steps, int) or not isinstance(epochs, (int, float)):
+        return ""
+    asked = (record.get("train") or {}).get("epochs")
+    done = f"{epochs:g} {number_form(epochs, 'epoch')}"
+    if isinstance(asked, (int, float)) and asked != epochs:
+        done = f"{epochs:g} of the {asked:g} {number_form(asked, 'epoch')} asked"
+    return f" for {counted(steps, 'optimizer step')} ({done})"
+
+
+def _stages_words(stages: Any) -> str | None:
+    """The run record's ``training_data``: each stage's question count and file, and the model a stage continued."""
+    if not isinstance(stages, list) or not stages or not all(isinstance(stage, Mapping) for stage in stages):
+        return None
+
+    def stage_words(stage: Mapping) -> str:
+        data = stage.get("data")
+        words = f"{_count(stage.get('questions'))} questions " + (f"of {_code(data)}" if data else "(their file not recorded)")
+        return words + (f", continuing {_code(stage['continued_from'])}" if stage.get("continued_from") else "")
+
+    if len(stages) == 1:
+        return f"Training data: {stage_words(stages[0])}."
+    return "Training data, stage by stage: " + "; ".join(f"{k}. {stage_words(stage)}" for k, stage in enumerate(stages, 1)) + "."
 
 
 def _option_value(key: str, value: Any, config: BioMrcConfig) -> str:
@@ -554,12 +626,13 @@ def _number(value: Any, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
-def _evaluation_section(evaluation: Mapping | None) -> str:
-    """The official scores of every decoding, per set of evaluation questions."""
+def _evaluation_section(evaluation: Mapping | None, record: Mapping | None = None) -> str:
+    """The official scores of every decoding, per set of evaluation questions, and those taken during training."""
     entries = (evaluation or {}).get("evaluations") or []
-    if not entries:
+    during = _scored_during_training(record, (record or {}).get("evaluated_during_training"))
+    if not entries and not during:
         return "## Evaluation\n\nNo evaluation recorded yet: `bio-mrc compare` records each decoding's scores here."
-    blocks = ["## Evaluation"]
+    blocks = ["## Evaluation", *during]
     for entry in entries:
         on, tune = entry["evaluated_on"], entry.get("tuned_on")
         note = (f"{_count(on.get('questions'))} questions, official SQuAD v{on.get('version', '1.1')} metrics, measured "
@@ -573,27 +646,53 @@ def _evaluation_section(evaluation: Mapping | None) -> str:
     return "\n\n".join(blocks)
 
 
+def _scored_during_training(record: Mapping | None, scored: Any) -> list[str]:
+    """The run record's ``evaluated_during_training``: the held-out scores of the model saved, with the step and the file."""
+    if not isinstance(scored, Mapping) or not isinstance(scores := scored.get("scores"), Mapping):
+        return []
+    step, steps = scored.get("step"), (record or {}).get("steps")
+    at = f"optimizer step {_count(step)}" + (f" of {_count(steps)}" if isinstance(steps, int) else "")
+    if scored.get("best"):
+        at += " (the best scored, which the model saved is)"
+    elif isinstance(steps, int) and step != steps:
+        at += f" (the model saved is step {steps}'s)"
+    data = _code(scored.get("data")) if scored.get("data") else "held-out questions"
+    rows = [(_code(name), _number(value) if isinstance(value, (int, float)) else _code(value)) for name, value in scores.items()]
+    return [f"Scored during training on {data} ({_count(scored.get('questions'))} questions) at {at}:\n\n"
+            + _table(rows, ("score", "value"))]
+
+
 def _tuned_section(config: BioMrcConfig) -> str:
     """The decoding settings saved in config.json, with the questions they were tuned on."""
     prior, thresholds = config.bio_length_prior, config.no_answer_thresholds or {}
-    span_counts = config.min_span_probabilities or {}
-    if prior is None and not thresholds and not span_counts:
+    span_counts, calibrators = config.min_span_probabilities or {}, config.calibration or {}
+    if prior is None and not thresholds and not span_counts and not calibrators:
         uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.heads))
         prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
         (f"no-answer threshold {_code(key)}", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
-        (f"multi-span answers, {_code(key)}: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
+        (f"multi-span answers, {_code(key)}: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())] + [
+        _calibrator_row(key, value) for key, value in sorted(calibrators.items())]
     tuned_on = config.tuned_on or {}
     provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({_count(tuned_on.get('questions'))} questions, content hash "
                   f"{_code(tuned_on.get('content_hash'))}{_known_questions(tuned_on)})" if tuned_on else "Where these were tuned is not recorded")
     if "for_model" in tuned_on:
         provenance += (f" for the model this one continues, {_code(tuned_on['for_model'])}, not for this one (`bio-mrc tune --model "
                        "DIR --data HELDOUT.json` tunes them for it)")
-    return ("## Tuned settings\n\n" + provenance + "; saved in config.json, applied by `predict`, `compare` and "
-            "`AnswerExtractor` (a question is left unanswered when its no-answer score exceeds the threshold).\n\n"
+    rule = " (a question is left unanswered when its no-answer score exceeds the threshold)" if thresholds else ""
+    return ("## Tuned settings\n\n" + provenance + f"; saved in config.json, applied by `predict`, `compare` and `AnswerExtractor`{rule}.\n\n"
             + _table(rows, ("setting", "value")))
+
+
+def _calibrator_row(decoding: str, calibrator: Any) -> tuple[str, str]:
+    """A decoding's calibrator (raw confidence -> the probability its answer is right): its kind, weights and questions."""
+    if not isinstance(calibrator, Mapping) or not all(isinstance(calibrator.get(k), (int, float)) for k in "abc"):
+        return f"calibrator {_code(decoding)}", _code(json.dumps(calibrator))
+    weights = ", ".join(f"{k} {calibrator[k]:.4g}" for k in "abc")
+    return (f"calibrator {_code(decoding)}: P(answer right, {_code(calibrator.get('correct_if'))})",
+            f"{_code(calibrator.get('method'))}: {weights}, fitted on {_count(calibrator.get('questions'))} questions")
 
 
 def _known_questions(tuned_on: Mapping[str, Any]) -> str:

@@ -42,6 +42,10 @@ _FINGERPRINT = {
                    "hashes": {"type": "string", "maxLength": MAX_BASE64_CHARS, "pattern": r"^[A-Za-z0-9+/]*={0,2}\Z",
                               "problem": f"base64 text of at most {MAX_BASE64_CHARS:,} characters"}},
 }
+# What a model learned from, stage by stage, and the held-out scores taken during training.
+_STAGES = {"type": ["array", "null"], "items": {"type": "object", "properties": {"data": _TEXT, "questions": _COUNT, "continued_from": _TEXT}}}
+_SCORED = {"type": ["object", "null"], "properties": {"data": _TEXT, "questions": _COUNT, "step": _COUNT, "best": {"type": "boolean"},
+                                                     "scores": {"type": "object", **_NAMES, "additionalProperties": _NUMBER}}}
 RUN_RECORD_SCHEMA = {
     "type": "object",
     "properties": {
@@ -50,6 +54,8 @@ RUN_RECORD_SCHEMA = {
         "earlier_seconds": {"type": ["number", "null"], "minimum": 0}, "n_examples": _COUNT, "n_windows": _COUNT,
         "unanswerable_questions": _COUNT, "training_questions": _FINGERPRINT,
         "final_loss": _NUMBER, "resumed_from": _TEXT, "finished": _DATE,
+        "training_data": _STAGES, "steps": _COUNT, "epochs_trained": {"type": ["number", "null"], "minimum": 0},
+        "evaluated_during_training": _SCORED, "versions": {"type": ["object", "null"], **_NAMES, "additionalProperties": _WORDS},
         "precision_choice": {"type": ["object", "null"], "additionalProperties": _PRECISION_CHOICE},
         # a model bio-mrc convert made from transformers' extractive QA model
         "converted_from": {"type": ["object", "null"], "properties": {"model": _TEXT, "revision": _TEXT, "snapshot": _TEXT,

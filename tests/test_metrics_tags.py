@@ -172,3 +172,32 @@ def test_equals_seqeval_on_random_sets(vocabulary, strict):
         got = tag_scores(gold, pred, strict=strict)
         for key, value in expected.items():
             assert abs(got[key] - float(value)) <= 1e-12, (key, gold, pred, got, expected)
+
+
+def test_a_reports_gold_tags_are_the_words_the_tagger_learns(metaspace_tokenizer):
+    """A comparison cell tags the gold " normans " as the tagger learns it, the word alone: SentencePiece's tokens of
+    the spaces beside it ("▁") are O, so a model that tags exactly "normans" scores tag F1 1 (it scored 0)."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+    from bio_mrc.harness.cells import decode_cell, score_cell
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.types import Example
+
+    context = " normans  came  from france\n"
+    example = Example("q", "where from ?", context, (((0, 9),),))  # " normans "
+    batch = metaspace_tokenizer(example.question, context, return_offsets_mapping=True)
+    mask = np.array([part == 1 for part in batch.sequence_ids()])
+    offsets = np.where(mask[:, None], np.array(batch["offset_mapping"]), -1)
+    # the context's tokens: ▁ n or m a n s ▁ ▁ c ame ▁ ▁ f ro m ▁ f ra n ce \n
+    assert [context[a:b] for a, b in offsets[mask]][:9] == [" ", "n", "or", "m", "a", "n", "s", " ", " "]
+    tags = np.full(len(mask), TAG_O)
+    first = int(np.argmax(mask)) + 1
+    tags[first], tags[first + 1:first + 6] = TAG_B, TAG_I  # the model tags "normans", sure of it
+    logits = np.log(np.where(np.arange(3) == tags[:, None], 0.98, 0.01))
+    outputs = WindowOutputs(np.array([0]), offsets[None], mask[None], bio_logits=logits[None])
+    split = Split([example], "squad-v1.1", "toy")
+    cell = decode_cell(outputs, split, "bio", DecodeConfig(), None)
+    assert cell.predictions[0].spans[0].text == "normans"
+    expected = ["O", "B", "I", "I", "I", "I", "I"] + ["O"] * (int(mask.sum()) - 7)
+    assert cell.gold_tags == [expected] and cell.predicted_tags == [expected]
+    assert score_cell(split, cell)["tag_scores"]["f1"] == 1.0

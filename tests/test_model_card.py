@@ -4,6 +4,7 @@ with the folder's own files (config.json, the run record, the evaluation record)
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -455,3 +456,97 @@ def test_the_summary_names_the_words_the_tagger_tags(tmp_path):
     del raw["word_units"]
     (tmp_path / "config.json").write_text(json.dumps(raw))
     assert model_card.card_summary(tmp_path)["word_units"] == "tokenizer"
+
+
+def test_the_card_names_each_stages_data_and_the_steps_it_trained(tiny_encoder_dir, sample_v1, tmp_path):
+    """A model trained from a file, then continued (``init_from``) on another: its run record and card name both
+    stages' files and question counts, the model continued, and the optimizer steps each run took (max_steps stops a
+    run before its epochs), and the hub metadata lists the data sets it learned from."""
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
+                         max_query_length=12, epochs=2, batch_size=4, seed=1, training_args={"max_steps": 1})
+    first = train_model(sample_v1.examples, config, tmp_path / "first", save_checkpoints=False,
+                        data_name="data/squad-v1.1/train.json").model_dir
+    record = load_run_record(first)
+    assert record["training_data"] == [{"data": "data/squad-v1.1/train.json", "questions": 8, "continued_from": None}]
+    assert (record["n_windows"], record["steps"], record["epochs_trained"]) == (12, 1, 0.3333)  # 3 batches of 4 an epoch
+    meta, body = front_matter(first)
+    assert meta["datasets"] == ["rajpurkar/squad"]
+    assert "Trained on 8 questions (12 windows) for 1 optimizer step (0.3333 of the 2 epochs asked) in " in body
+    assert "Training data: 8 questions of `data/squad-v1.1/train.json`." in body
+    continued = replace(config, encoder="default", init_from=str(first), training_args={})
+    second = train_model(sample_v1.examples[:4], continued, tmp_path / "second", save_checkpoints=False,
+                         data_name="data/squad-v2.0/dev.json (first 4 questions)").model_dir
+    record = load_run_record(second)
+    assert [stage["data"] for stage in record["training_data"]] == ["data/squad-v1.1/train.json", "data/squad-v2.0/dev.json (first 4 questions)"]
+    assert record["training_data"][1]["continued_from"] == str(first)
+    assert (record["n_windows"], record["steps"], record["epochs_trained"]) == (5, 4, 2.0)  # 2 batches an epoch
+    meta, body = front_matter(second)
+    assert meta["datasets"] == ["rajpurkar/squad", "rajpurkar/squad_v2"]
+    assert ("Training data, stage by stage: 1. 8 questions of `data/squad-v1.1/train.json`; 2. 4 questions of "
+            f"`data/squad-v2.0/dev.json (first 4 questions)`, continuing `.../{tmp_path.name}/first`.") in body
+    assert ModelCard.load(second / "README.md").data.datasets == ["rajpurkar/squad", "rajpurkar/squad_v2"]
+
+
+def test_the_card_shows_the_calibrators_tune_fitted_and_where(model_dir):
+    """``tune`` fits each decoding a calibrator (the probability an answer is right): the card named none of them, and
+    with no prior or threshold it said nothing was tuned; a threshold's rule is said only where a threshold is set."""
+    config = BioMrcConfig.from_pretrained(str(model_dir))
+    calibrator = {"method": "beta", "a": 0.5, "b": 1.25, "c": -2.0, "correct_if": "f1 > 0.5", "questions": 150}
+    tuned_on = {"description": "dev.json (first 150 questions)", "questions": 150, "content_hash": "abc"}
+    assert save_tuned_settings(model_dir, config, {}, {"calibration": {"span": calibrator}}, tuned_on)
+    _, body = front_matter(model_dir)
+    tuned = body.split("## Tuned settings")[1].split("## Usage")[0]
+    assert "Tuned on `dev.json (first 150 questions)` (150 questions, content hash `abc`)" in tuned and "None:" not in tuned
+    assert ("| calibrator `span`: P(answer right, `f1 > 0.5`) | `beta`: a 0.5, b 1.25, c -2, fitted on 150 questions |"
+            in tuned)
+    assert "no-answer score exceeds the threshold" not in tuned
+
+
+def test_the_card_shows_the_scores_taken_during_training_and_the_versions_trained_with(tiny_encoder_dir, sample_v1, tmp_path):
+    """Held-out questions scored during training (``--eval``) were in training_log.json alone: the card said no
+    evaluation was recorded. The run record keeps the scores of the model saved, the step and file they came from, and
+    the versions of the packages it was trained with; the card shows them."""
+    import torch
+    import transformers
+
+    from bio_mrc import __version__
+    from bio_mrc.inference import TrainingEvaluator
+    from bio_mrc.training.train import load_training_log
+
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=16,
+                         epochs=1, batch_size=4, seed=1, training_args={"eval_strategy": "steps", "eval_steps": 2})
+    evaluator = TrainingEvaluator(sample_v1.examples[:4], data_name="data/held-out.json")
+    folder = train_model(sample_v1.examples, config, tmp_path / "m", save_checkpoints=False, evaluator=evaluator).model_dir
+    record, log = load_run_record(folder), load_training_log(folder)
+    last = [entry for entry in log if "eval_span_f1" in entry][-1]
+    assert record["steps"] == last["step"] == 3  # 12 windows in batches of 4; scored at step 2 and at the end
+    assert record["evaluated_during_training"] == {"data": "data/held-out.json", "questions": 4, "step": 3,
+                                                   "scores": {"span_exact": last["eval_span_exact"], "span_f1": last["eval_span_f1"]}}
+    assert record["versions"] == {"bio_mrc": __version__, "transformers": transformers.__version__, "torch": torch.__version__}
+    _, body = front_matter(folder)
+    evaluation = body.split("## Evaluation")[1].split("## Tuned settings")[0]
+    assert "No evaluation recorded yet" not in evaluation
+    assert "Scored during training on `data/held-out.json` (4 questions) at optimizer step 3 of 3:" in evaluation
+    assert f"| `span_f1` | {last['eval_span_f1']:.2f} |" in evaluation
+    assert f"Trained with bio_mrc {__version__}, transformers {transformers.__version__}, torch {torch.__version__}." in body
+
+
+def test_a_run_records_stages_scores_and_versions_of_another_kind_are_refused_in_one_line():
+    from bio_mrc.model_records import record_problem
+
+    assert record_problem(RUN_FILE, {"training_data": [{"data": 5}]}) == 'training_data.0.data: 5 is not of type "string", "null"'
+    assert record_problem(RUN_FILE, {"evaluated_during_training": {"scores": {"f1": "high"}}}).startswith("evaluated_during_training.scores.f1:")
+    assert record_problem(RUN_FILE, {"versions": {"torch": "<b>2</b>"}}).startswith('versions.torch: "<b>2</b>" is not letters')
+    assert record_problem(RUN_FILE, {"steps": -1, "epochs_trained": 0.5}).startswith("steps: -1")
+    assert record_problem(RUN_FILE, {"training_data": [{"data": "a.json", "questions": 3, "continued_from": None}], "steps": 2,
+                                     "epochs_trained": 0.5, "versions": {"torch": "2.13.0+cpu"}}) is None
+
+
+def test_an_exported_transformers_models_card_lists_the_data_sets_of_every_stage():
+    config = {"heads": "span", "max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
+    record = {"train": {"encoder": "default", "init_from": None}, "training_data": [
+        {"data": "data/squad-v1.1/train.json", "questions": 30, "continued_from": None},
+        {"data": "data/squad-v2.0/dev.json", "questions": 20, "continued_from": "first"}]}
+    text = model_card.render_exported_card(model_card.model_config(config), record, "BertForQuestionAnswering", [], "out", "model")
+    assert yaml.safe_load(text.split("---\n")[1])["datasets"] == ["rajpurkar/squad", "rajpurkar/squad_v2"]
+    assert model_card.card_metadata(config, {"train": {}}, None, "m").datasets is None  # a record that names no file

@@ -229,3 +229,13 @@ def test_tuning_questions_whose_answer_no_window_holds_are_named():
     (line,) = past_windows_line(windows, examples)
     assert line.startswith("warning: 1 of 4 answerable tuning questions have an answer longer than a window") and "'longer'" in line
     assert past_windows_line(windows, examples[:1]) == []
+
+
+def test_a_tuning_gold_is_held_by_a_window_that_holds_its_words():
+    # Windows over "aaaa bbbb cccc dddd" of characters 0-9 and 5-14: the gold " cccc " (9-15) is the second window's
+    # "cccc" with a space at either edge, which every decoder trims; only "aaaa bbbb cccc" (0-14) is past both.
+    offsets = np.tile(np.array([[[0, 4], [5, 9], [-1, -1]], [[5, 9], [10, 14], [-1, -1]]]), (2, 1, 1))
+    windows = WindowOutputs(np.repeat(np.arange(2), 2), offsets, offsets[..., 0] >= 0)
+    context = "aaaa bbbb cccc dddd"
+    examples = [Example("spaced", "q", context, (((9, 15),),)), Example("longer", "q", context, (((0, 14),),))]
+    assert answers_past_every_window(windows, examples) == ["longer"]

@@ -8,6 +8,7 @@ The tests that read an export are in the slow tier: the dynamo exporter takes ab
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -463,3 +464,22 @@ def test_an_export_of_a_tuned_model_answers_as_it_does(trained_dir, tmp_path, sa
             got, want = ours(questions[0], contexts, multi_span=multi_span), theirs(questions[0], contexts, multi_span=multi_span)
             assert [(x.document, x.start, x.end) for x in got.answers] == [(x.document, x.start, x.end) for x in want.answers]
     assert abstained > 0
+
+
+@pytest.mark.slow
+def test_the_export_card_says_it_is_an_onnx_export_and_keeps_saying_so(onnx_dir, trained_dir, tmp_path):  # noqa: F811
+    """The card of an export named a PyTorch model folder's contents: the export, its opset and its source are said,
+    and the hub metadata tags it onnx, in the card the export writes and in one remade from the folder (as tune does)."""
+    from huggingface_hub import ModelCard
+
+    from bio_mrc.model_card import write_model_card
+
+    folder = tmp_path / "exported"
+    shutil.copytree(onnx_dir, folder)
+    for _ in range(2):
+        card = ModelCard.load(folder / "README.md")
+        assert "onnx" in card.data.tags
+        assert (f"This folder is an ONNX export (`{ONNX_FILE}`, opset {DEFAULT_OPSET}, by `torch.onnx.export(dynamo=True)`, "
+                f"its logits within {TOLERANCE:g} of PyTorch's) of the bio_mrc model `.../") in card.text
+        assert "ONNX Runtime" in card.text
+        write_model_card(folder)

@@ -11,7 +11,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import with_every_mention
+from ..answer_text import with_every_mention, without_edge_whitespace
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
 from ..types import Alternative, CharSpan, Example
 
@@ -179,7 +179,7 @@ def add_targets(
     entries = [registry.head(name) for name in heads]
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
     covered, lengths, seen = [], [], set()
-    answers = [_without_edge_whitespace(example.context, example.answers) for example in examples]
+    answers = [without_edge_whitespace(example.context, example.answers) for example in examples]
     gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](replace(example, answers=trimmed)))
             for example, trimmed in zip(examples, answers)]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
@@ -195,19 +195,6 @@ def add_targets(
         lengths.append([length for key, length in held.items() if key not in seen])
         seen.update(held)
     return {**features, **columns, "answer_in_window": covered, "answer_lengths": lengths}
-
-
-def _without_edge_whitespace(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:
-    """Each span without the whitespace at its edges, as every decoder trims its answers (a span of only whitespace
-    as given), for both heads: a gold text of " Paris" or "Paris\n" ends past the last token of a window that holds
-    "Paris" (the span head would learn [CLS] there), and the tokens of the spaces beside it (a SentencePiece "▁", a
-    GPT-2 " from" after it) would be tagged as the answer."""
-    def trimmed(start: int, end: int) -> CharSpan:
-        text = context[start:end]
-        if not text.strip():
-            return start, end
-        return start + len(text) - len(text.lstrip()), end - len(text) + len(text.rstrip())
-    return None if alternatives is None else tuple(tuple(trimmed(*span) for span in alt) for alt in alternatives)
 
 
 def answers_no_window_holds(features: Any, examples: Sequence[Example]) -> list[str]:

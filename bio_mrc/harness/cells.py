@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .. import registry
+from ..answer_text import without_edge_whitespace
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, multi_span_answers, span_count_threshold, threshold_key
@@ -69,12 +70,14 @@ def decode_cell(
 
 
 def tag_sequences(grouped: GroupedTags, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
-    """Gold (first annotator) and predicted (every predicted span) tags over each example's tagged tokens."""
+    """Gold (first annotator, its spans as the tagger learns them: :func:`~bio_mrc.answer_text.without_edge_whitespace`)
+    and predicted (every predicted span) tags over each example's tagged tokens."""
     gold, pred = [], []
     for (merged, row), example, prediction in zip(grouped.rows(), examples, predictions):
         n_tokens = int(merged.mask[row].sum())
         offsets, mask = merged.offsets[row, :n_tokens], merged.mask[row, :n_tokens]
-        gold.append(TAG_LETTERS[spans_to_tags(offsets, mask, example.answers[0] if example.answers else ())].tolist())
+        answers = without_edge_whitespace(example.context, example.answers[:1]) if example.answers else ((),)
+        gold.append(TAG_LETTERS[spans_to_tags(offsets, mask, answers[0])].tolist())
         predicted = [] if prediction.abstain else [(s.start, s.end) for s in prediction.spans]
         pred.append(TAG_LETTERS[spans_to_tags(offsets, mask, predicted)].tolist())
     return gold, pred

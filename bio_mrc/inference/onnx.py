@@ -212,7 +212,8 @@ def export_onnx(
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
             progress_note(progress, f"exporting {model_dir} to onnx in {output_dir}")
             record = write_export(trained, staging, opset, atol)
-            write_model_card(staging, staged_for=output_dir)  # moves in with the files: the marker is then all that is left
+            # moves in with the files: the marker is then all that is left
+            write_model_card(staging, staged_for=output_dir, export={**record, "source": str(model_dir)})
             # the marker first (the old export is unfinished from here on), then the old model's other files, its
             # PyTorch weights included, which loading would otherwise run in place of the new graph
             remove_file(output_dir / EXPORT_FILE, output_dir)

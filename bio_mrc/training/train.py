@@ -11,7 +11,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from transformers import TrainerCallback, set_seed
 
@@ -44,14 +44,16 @@ from .trainer import (
 @dataclass(frozen=True)
 class TrainResult:
     """What :func:`train_model` returns: the folder the model is saved in, the training's wall-clock seconds, the
-    questions and windows it trained on, and the mean training loss (of this sitting's steps when resumed; None
-    when it trained none)."""
+    questions and windows it trained on, the mean training loss (of this sitting's steps when resumed; None
+    when it trained none), and the optimizer steps and epochs the run took."""
 
     model_dir: Path
     seconds: float
     n_examples: int
     n_windows: int
     final_loss: float | None
+    steps: int | None = None  # optimizer steps taken, every sitting's
+    epochs: float | None = None  # passes over the training windows the steps made (max_steps may stop short of the epochs asked)
 
 
 Call = TypeVar("Call", bound=Callable[..., Any])
@@ -137,7 +139,8 @@ def train_model(
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
         saved = save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, clock.earlier_seconds, checkpoint,
-                                                                             choices, _unanswerable(examples), _training_questions(examples, config)))
+                                                                             choices, _unanswerable(examples),
+                                                                             {**_stages(examples, config, data_name), **_scored(trainer, evaluator)}))
     _remove_checkpoints_and_push(trainer, output_dir, saved, save_checkpoints)
     return result
 
@@ -149,7 +152,8 @@ def _train_sitting(trainer: HeadRateTrainer, checkpoint: Path | None, clock: Tra
     with writes_named(output_dir), progress_bars(progress):
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     return TrainResult(output_dir, clock.seconds(), n_examples, len(trainer.train_dataset),
-                       _sitting_loss(_mean_over_processes(trainer, outcome.training_loss), trainer.state.global_step, checkpoint))
+                       _sitting_loss(_mean_over_processes(trainer, outcome.training_loss), trainer.state.global_step, checkpoint),
+                       trainer.state.global_step, round(float(trainer.state.epoch or 0.0), 4))
 
 
 def _remove_checkpoints_and_push(trainer: HeadRateTrainer, output_dir: Path, saved: Sequence[str], save_checkpoints: bool) -> None:
@@ -252,7 +256,7 @@ def _finished_run(examples: Any, output_dir: str | Path, resume: bool, overwrite
     if (record := finished_run(output_dir, resume, overwrite)) is None:
         return None
     return TrainResult(output_dir, float(record.get("seconds") or 0.0), record.get("n_examples"), record.get("n_windows"),
-                       record.get("final_loss"))
+                       record.get("final_loss"), record.get("steps"), record.get("epochs_trained"))
 
 
 def _refuse_diverged(trainer: Any, config: TrainConfig, output_dir: Path, save_checkpoints: bool) -> None:
@@ -276,20 +280,50 @@ def _unanswerable(examples: Sequence[Example]) -> int:
     return sum(1 for example in examples if example.is_labelled and not example.is_answerable)
 
 
-def _training_questions(examples: Sequence[Example], config: TrainConfig) -> dict[str, Any] | None:
-    """The fingerprint of every question the model was trained on: ``examples`` whole (each process of a torchrun job
-    holds them all, and Trainer's sampler shares them out), joined with the fingerprint of the model ``init_from``
-    continues, so a model continued in stages knows each stage's questions (a resumed run trains on the same ones)."""
-    earlier = load_run_record(local_folder(config.init_from, revision=config.revision)) if config.init_from else None
-    return fingerprint(examples, (earlier or {}).get("training_questions"))
+def _stages(examples: Sequence[Example], config: TrainConfig, data_name: str | None) -> dict[str, Any]:
+    """What the model learned from, in every stage: ``training_questions``, the fingerprint of ``examples`` whole (each
+    process of a torchrun job holds them all, and Trainer's sampler shares them out) joined with that of the model
+    ``init_from`` continues, so a model continued in stages knows each stage's questions (a resumed run trains on the
+    same ones); and ``training_data``, each stage's file (``data_name``; None: questions given from Python) and
+    question count, earliest first (an earlier stage its record does not name: its count, its file None)."""
+    earlier = (load_run_record(local_folder(config.init_from, revision=config.revision)) if config.init_from else None) or {}
+    stages = earlier.get("training_data") or ([{"data": None, "questions": earlier.get("n_examples"), "continued_from": None}]
+                                              if config.init_from else [])
+    return {"training_questions": fingerprint(examples, earlier.get("training_questions")),
+            "training_data": [*stages, {"data": data_name, "questions": len(examples), "continued_from": config.init_from}]}
+
+
+def _scored(trainer: HeadRateTrainer, evaluator: Evaluator | None) -> dict[str, Any]:
+    """``evaluated_during_training``: the scores ``evaluator`` gave the model saved (the best one where the run loads
+    it at the end, else the last scored), the optimizer step they were taken at, the file and the count of the questions
+    (None: not known); None where nothing was scored."""
+    scored = [entry for entry in trainer.state.log_history if any(key.startswith("eval_") for key in entry)]
+    best = trainer.state.best_global_step if trainer.args.load_best_model_at_end else None
+    chosen = [entry for entry in scored if best is None or entry.get("step") == best]
+    if evaluator is None or not chosen:
+        return {"evaluated_during_training": None}
+    entry, questions = chosen[-1], getattr(evaluator, "examples", None)
+    return {"evaluated_during_training": {
+        "data": getattr(evaluator, "data_name", None), "questions": len(questions) if questions is not None else None,
+        "step": entry.get("step"), "scores": {key.removeprefix("eval_"): value for key, value in entry.items() if key.startswith("eval_")},
+        **({"best": True} if best is not None else {})}}
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    from .. import __version__
+
+    return {"bio_mrc": __version__, "transformers": transformers.__version__, "torch": torch.__version__}
 
 
 def _run_record(
     result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None,
-    precision_choices: dict[str, Any] | None = None, unanswerable: int | None = None,
-    training_questions: dict[str, Any] | None = None,
+    precision_choices: dict[str, Any] | None = None, unanswerable: int | None = None, history: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Provenance: how the model came about (the model folder runs without it)."""
+    """Provenance: how the model came about (the model folder runs without it); ``history``: what it learned from, in
+    every stage (:func:`_stages`), and what it scored during training (:func:`_scored`)."""
     return {
         "train": config.to_dict(),
         "encoder_path": encoder,
@@ -304,7 +338,12 @@ def _run_record(
         # 0: the model abstains only by a no-answer threshold bio-mrc tune fits for it (bio_mrc.inference.abstention)
         "unanswerable_questions": unanswerable,
         # Hashes of every question trained on, earlier stages' too (bio_mrc.question_fingerprint): tune refuses them.
-        "training_questions": training_questions,
+        "training_questions": (history or {}).get("training_questions"),
+        "training_data": (history or {}).get("training_data"),  # each stage's file and question count, earliest first
+        "steps": result.steps,  # optimizer steps, and the epochs they made: max_steps may end a run before its epochs
+        "epochs_trained": result.epochs,
+        "evaluated_during_training": (history or {}).get("evaluated_during_training"),  # held-out scores of the model saved
+        "versions": _versions(),  # of the packages it was trained with
         "final_loss": result.final_loss,  # the mean over this sitting's steps when resumed; None when it trained none
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
