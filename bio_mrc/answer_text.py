@@ -52,17 +52,15 @@ def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def without_edge_whitespace(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:
-    """Each gold span without the whitespace at its edges, as every decoder trims its answers (a span of only
-    whitespace as given): the spans both heads learn, a report's gold tags score against and a window must hold. A
-    gold text of " Paris" or "Paris\n" ends past the last token of a window that holds "Paris" (the span head would
-    learn [CLS] there), and the tokens of the spaces beside it (a SentencePiece "▁", a GPT-2 " from" after it) would
-    be tagged as the answer."""
+def without_blank_edges(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:
+    """Each gold span trimmed as every decoder trims its answers (:func:`trimmed_span`; a span of blank characters
+    alone as given): the spans both heads learn, a report's gold tags score against and a window must hold. A gold
+    text of " Paris" or "Paris\u200b" ends past the last token of a window that holds "Paris" (the span head would
+    learn [CLS] there), and the tokens of the blanks beside it (a SentencePiece "▁" or "\u200b", a GPT-2 " from"
+    after it) would be tagged as the answer, which no decoder ever gives."""
     def trimmed(start: int, end: int) -> CharSpan:
-        text = context[start:end]
-        if not text.strip():
-            return start, end
-        return start + len(text) - len(text.lstrip()), end - len(text) + len(text.rstrip())
+        first, last = trimmed_span(context, start, end)
+        return (first, last) if first < last else (start, end)
     return None if alternatives is None else tuple(tuple(trimmed(*span) for span in alt) for alt in alternatives)
 
 

@@ -75,6 +75,14 @@ def limit_past_data(limit: int | None, count: int, data: str, skipped: int = 0) 
     return f"{argument('limit', limit)}: {data} has {held}"
 
 
+def first_questions(data: str, limit: int | None, count: int | None = None) -> str:
+    """``data`` named as cut to its first ``limit`` questions (``FILE (first 100 questions)``), as every record and card
+    names a limited file; ``data`` alone where no limit cut it: none given, or one past its ``count`` questions."""
+    if not limit or (count is not None and count < limit):
+        return data
+    return f"{data} (first {counted(limit, 'question')})"
+
+
 def warn_limit_past(limit: int | None, count: int, data: str, skipped: int = 0, key: str = "", stacklevel: int = 2) -> None:
     """A ``limit`` past the ``count`` questions of ``data`` takes them all: a :class:`LimitPastDataWarning` says so in
     :func:`limit_past_data`'s words (after a comparison config's ``key``), which the command line prints as its note;

@@ -29,7 +29,7 @@ from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
-from .model_folder import CARD_FILE, EXPORT_FILE, special_floats
+from .model_folder import CARD_FILE, EXPORT_FILE, NOT_FITTED, special_floats
 from .plurals import counted, number_form
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
@@ -546,13 +546,15 @@ def _steps_words(record: Mapping) -> str:
 
 
 def _stages_words(stages: Any) -> str | None:
-    """The run record's ``training_data``: each stage's question count and file, and the model a stage continued."""
+    """The run record's ``training_data``: each stage's file (as a comparison's training questions are named:
+    ``FILE (first N questions)`` where a limit cut it) and question count, and the model a stage continued."""
     if not isinstance(stages, list) or not stages or not all(isinstance(stage, Mapping) for stage in stages):
         return None
 
     def stage_words(stage: Mapping) -> str:
-        data = stage.get("data")
-        words = f"{_count(stage.get('questions'))} questions " + (f"of {_code(data)}" if data else "(their file not recorded)")
+        data, questions = stage.get("data"), stage.get("questions")
+        count = f"{_count(questions)} {number_form(questions, 'question')}"
+        words = f"{_code(data)} ({count})" if data else f"{count} (their file not recorded)"
         return words + (f", continuing {_code(stage['continued_from'])}" if stage.get("continued_from") else "")
 
     if len(stages) == 1:
@@ -663,10 +665,12 @@ def _scored_during_training(record: Mapping | None, scored: Any) -> list[str]:
 
 
 def _tuned_section(config: BioMrcConfig) -> str:
-    """The decoding settings saved in config.json, with the questions they were tuned on."""
+    """The decoding settings saved in config.json, with the questions they were tuned on, and each calibrator a tune
+    left unfitted, with why."""
     prior, thresholds = config.bio_length_prior, config.no_answer_thresholds or {}
     span_counts, calibrators = config.min_span_probabilities or {}, config.calibration or {}
-    if prior is None and not thresholds and not span_counts and not calibrators:
+    tuned_on, not_fitted = config.tuned_on or {}, _calibrators_not_fitted(config)
+    if prior is None and not thresholds and not span_counts and not calibrators and not not_fitted:
         uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.heads))
         prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
@@ -674,8 +678,8 @@ def _tuned_section(config: BioMrcConfig) -> str:
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
         (f"no-answer threshold {_code(key)}", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
         (f"multi-span answers, {_code(key)}: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())] + [
-        _calibrator_row(key, value) for key, value in sorted(calibrators.items())]
-    tuned_on = config.tuned_on or {}
+        _calibrator_row(key, calibrators[key]) if key in calibrators else (f"calibrator {_code(key)}", f"not fitted: degenerate ({_code(not_fitted[key])})")
+        for key in sorted({*calibrators, *not_fitted})]  # a decoding's row where a calibrator would be
     provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({_count(tuned_on.get('questions'))} questions, content hash "
                   f"{_code(tuned_on.get('content_hash'))}{_known_questions(tuned_on)})" if tuned_on else "Where these were tuned is not recorded")
     if "for_model" in tuned_on:
@@ -684,6 +688,15 @@ def _tuned_section(config: BioMrcConfig) -> str:
     rule = " (a question is left unanswered when its no-answer score exceeds the threshold)" if thresholds else ""
     return ("## Tuned settings\n\n" + provenance + f"; saved in config.json, applied by `predict`, `compare` and `AnswerExtractor`{rule}.\n\n"
             + _table(rows, ("setting", "value")))
+
+
+def _calibrators_not_fitted(config: BioMrcConfig) -> dict[str, Any]:
+    """The decodings whose calibrator a tune on the questions of ``tuned_on`` found degenerate, and why (the tune
+    record's ``calibrators_not_fitted``), but for one that has a calibrator now."""
+    not_fitted = (config.tuned_on or {}).get(NOT_FITTED)
+    if not isinstance(not_fitted, Mapping):
+        return {}
+    return {decoding: reason for decoding, reason in not_fitted.items() if decoding not in (config.calibration or {})}
 
 
 def _calibrator_row(decoding: str, calibrator: Any) -> tuple[str, str]:

@@ -803,21 +803,30 @@ def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
         raise fail(folder, "config.json", f"architectures must be a list of class names, got {json_value(names)}")
 
 
-# The fields of ``tuned_on`` and what each holds: tune writes the first three (and training_questions where the run record
-# keeps a fingerprint), train --init-from adds for_model. The card, tune's lines and a comparison read them as such;
-# another field is kept unread.
-TUNED_ON_FIELDS = {"description": "a string", "questions": "a whole number of questions (0 or more)",
-                   "content_hash": "a string", "for_model": "a string",
-                   "training_questions": "a whole number of questions (0 or more)"}
+def _is_count(value: Any) -> bool:
+    return _is_int(value) and value >= 0
+
+
+def _is_reasons(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(reason, str) for reason in value.values())
+
+
+# The fields of ``tuned_on``, what each holds and how to tell: tune writes the first three (and training_questions where the
+# run record keeps a fingerprint, calibrators_not_fitted where it found one degenerate), train --init-from adds
+# for_model. The card, tune's lines and a comparison read them as such; another field is kept unread.
+NOT_FITTED = "calibrators_not_fitted"  # of tuned_on: each decoding whose calibrator a tune there found degenerate, and why
+_QUESTION_COUNT = ("a whole number of questions (0 or more)", _is_count)
+_STRING = ("a string", lambda value: isinstance(value, str))
+TUNED_ON_FIELDS = {"description": _STRING, "questions": _QUESTION_COUNT, "content_hash": _STRING, "for_model": _STRING,
+                   "training_questions": _QUESTION_COUNT,
+                   NOT_FITTED: ("an object of decodings and reasons (strings)", _is_reasons)}
 
 
 def _check_tuned_on(tuned_on: Mapping[str, Any], folder: Path) -> None:
     """Each field ``tuned_on`` holds is of its kind (:data:`TUNED_ON_FIELDS`)."""
-    for name, kind in TUNED_ON_FIELDS.items():
-        value = tuned_on.get(name)
-        fits = _is_int(value) and value >= 0 if name.endswith("questions") else isinstance(value, str)
-        if name in tuned_on and not fits:
-            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {json_value(value)}")
+    for name, (kind, fits) in TUNED_ON_FIELDS.items():
+        if name in tuned_on and not fits(tuned_on[name]):
+            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {json_value(tuned_on[name])}")
 
 
 def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:

@@ -53,6 +53,15 @@ def test_a_header_naming_one_byte_of_tensors_says_one_byte(tmp_path):
         _refusal(safetensors_shapes, tmp_path, "model.safetensors")
 
 
+def test_a_limited_file_is_named_by_its_first_questions_where_the_limit_cut_it():
+    from bio_mrc.arguments import first_questions
+
+    assert first_questions("d.json", 4, 4) == "d.json (first 4 questions)"
+    assert first_questions("d.json", 1, 1) == "d.json (first 1 question)"
+    assert first_questions("d.json", 9, 8) == "d.json"  # a limit past the file's questions takes them all
+    assert first_questions("d.json", None, 8) == "d.json"
+
+
 def test_comparison_data_counts_are_singular_for_one():
     assert DataSpec("d.json", limit=1).describe() == "d.json (first 1 question)"
     assert DataSpec("d.json", limit=2).describe() == "d.json (first 2 questions)"

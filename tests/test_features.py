@@ -64,6 +64,22 @@ def test_a_gold_span_with_whitespace_at_its_edges_trains_on_its_words(family, ta
     assert {name: (word, []) for name, word in learned.items()} == tagged
 
 
+def test_a_gold_span_with_zero_width_spaces_at_its_edges_trains_on_its_word(metaspace_tokenizer):
+    # SentencePiece makes each zero-width space of "\u200bfrance\u200b" a token of its own, which no decoder answers:
+    # both heads learn "france" alone (the tagger's B was on the first "\u200b", the span head started there).
+    context = "the normans came from \u200bfrance\u200b ."
+    example = Example("q", "where from ?", context, (((22, 30),),))
+    assert context[22:30] == "\u200bfrance\u200b"
+    row = build_features([example], metaspace_tokenizer, FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword"))[0]
+    offsets = row["offset_mapping"]
+    assert context[offsets[row["start_positions"]][0]:offsets[row["end_positions"]][1]] == "france"
+    tags = np.asarray(row["bio_targets"]).argmax(-1)
+    tagged = [(context[a:b], int(tag)) for (a, b), tag, kept in zip(row["word_offsets"], tags, row["tag_mask"])
+              if kept and a >= 21]
+    assert tagged == [(" ", TAG_O), ("\u200b", TAG_O), ("f", TAG_B), ("ra", TAG_I), ("n", TAG_I), ("ce", TAG_I),
+                      ("\u200b", TAG_O), (" ", TAG_O), (".", TAG_O)]
+
+
 def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):
     config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
     windows = rows(build_features(sample_v1.examples, tiny_tokenizer, config))

@@ -472,7 +472,7 @@ def test_the_card_names_each_stages_data_and_the_steps_it_trained(tiny_encoder_d
     meta, body = front_matter(first)
     assert meta["datasets"] == ["rajpurkar/squad"]
     assert "Trained on 8 questions (12 windows) for 1 optimizer step (0.3333 of the 2 epochs asked) in " in body
-    assert "Training data: 8 questions of `data/squad-v1.1/train.json`." in body
+    assert "Training data: `data/squad-v1.1/train.json` (8 questions)." in body
     continued = replace(config, encoder="default", init_from=str(first), training_args={})
     second = train_model(sample_v1.examples[:4], continued, tmp_path / "second", save_checkpoints=False,
                          data_name="data/squad-v2.0/dev.json (first 4 questions)").model_dir
@@ -482,9 +482,26 @@ def test_the_card_names_each_stages_data_and_the_steps_it_trained(tiny_encoder_d
     assert (record["n_windows"], record["steps"], record["epochs_trained"]) == (5, 4, 2.0)  # 2 batches an epoch
     meta, body = front_matter(second)
     assert meta["datasets"] == ["rajpurkar/squad", "rajpurkar/squad_v2"]
-    assert ("Training data, stage by stage: 1. 8 questions of `data/squad-v1.1/train.json`; 2. 4 questions of "
-            f"`data/squad-v2.0/dev.json (first 4 questions)`, continuing `.../{tmp_path.name}/first`.") in body
+    assert ("Training data, stage by stage: 1. `data/squad-v1.1/train.json` (8 questions); 2. "
+            f"`data/squad-v2.0/dev.json (first 4 questions)` (4 questions), continuing `.../{tmp_path.name}/first`.") in body
     assert ModelCard.load(second / "README.md").data.datasets == ["rajpurkar/squad", "rajpurkar/squad_v2"]
+
+
+def test_train_limit_names_its_file_as_compare_and_tune_do(tiny_encoder_dir, tmp_path, capsys):
+    """``train --limit 4`` recorded its file as ``FILE`` and the card read "4 questions of FILE", where ``compare`` and
+    ``tune`` name the same questions ``FILE (first 4 questions)``: the run record and the card now do too."""
+    from bio_mrc.cli import main
+    from bio_mrc.harness.config import DataSpec
+
+    out = tmp_path / "m"
+    code = main(["train", "--train", str(SAMPLE_V1), "--limit", "4", "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--batch-size", "4", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"])
+    assert code == 0, capsys.readouterr().err
+    named = f"{SAMPLE_V1} (first 4 questions)"
+    assert named == DataSpec(str(SAMPLE_V1), limit=4).describe()
+    assert load_run_record(out)["training_data"] == [{"data": named, "questions": 4, "continued_from": None}]
+    _, body = front_matter(out)
+    assert "Training data: `.../fixtures/sample_squad_v1.json (first 4 questions)` (4 questions)." in body
 
 
 def test_the_card_shows_the_calibrators_tune_fitted_and_where(model_dir):
@@ -500,6 +517,35 @@ def test_the_card_shows_the_calibrators_tune_fitted_and_where(model_dir):
     assert ("| calibrator `span`: P(answer right, `f1 > 0.5`) | `beta`: a 0.5, b 1.25, c -2, fitted on 150 questions |"
             in tuned)
     assert "no-answer score exceeds the threshold" not in tuned
+
+
+def test_the_card_says_which_calibrators_tune_found_degenerate_as_long_as_none_replaces_them(model_dir):
+    """The tune record (``tuned_on``) keeps each decoding whose calibrator was not fitted and why, and the card says so
+    (it listed the fitted ones alone, or "None" where none was): kept by a tuning on the same questions of other
+    decodings, gone once that decoding's calibrator is fitted, or once another set of questions is tuned on."""
+    from bio_mrc.inference.tuning import TunedSettings
+    from bio_mrc.decoding.postprocess import DecodeConfig
+
+    def tune(questions, fitted, skipped):
+        tuned = TunedSettings(DecodeConfig(), calibration=fitted, skipped_calibrators=skipped)
+        tuned_on = {"description": f"{questions}.json", "questions": 150, "content_hash": questions,
+                    "calibrators_not_fitted": skipped}
+        assert save_tuned_settings(model_dir, BioMrcConfig.from_pretrained(str(model_dir)), {}, tuned.settings, tuned_on)
+        config = BioMrcConfig.from_pretrained(str(model_dir))
+        tuned_rows = front_matter(model_dir)[1].split("## Tuned settings")[1].split("## Usage")[0]
+        return (config.tuned_on.get("calibrators_not_fitted"), sorted(config.calibration or {}),
+                [line for line in tuned_rows.splitlines() if line.startswith("| calibrator")])
+
+    calibrator = {"method": "beta", "a": 0.5, "b": 1.25, "c": -2.0, "correct_if": "f1 > 0.5", "questions": 150}
+    flat = "constant output 0.4: every answer would get the same probability"
+    assert tune("dev", {}, {"span": flat, "bio": "<b>|"}) == ({"bio": "<b>|", "span": flat}, [], [
+        "| calibrator `bio` | not fitted: degenerate (`<b>\\|`) |",
+        f"| calibrator `span` | not fitted: degenerate (`{flat}`) |"])
+    assert tune("dev", {"span": calibrator}, {}) == ({"bio": "<b>|"}, ["span"], [
+        "| calibrator `bio` | not fitted: degenerate (`<b>\\|`) |",
+        "| calibrator `span`: P(answer right, `f1 > 0.5`) | `beta`: a 0.5, b 1.25, c -2, fitted on 150 questions |"])
+    assert tune("test", {"joint": calibrator}, {}) == (None, ["joint"], [
+        "| calibrator `joint`: P(answer right, `f1 > 0.5`) | `beta`: a 0.5, b 1.25, c -2, fitted on 150 questions |"])
 
 
 def test_the_card_shows_the_scores_taken_during_training_and_the_versions_trained_with(tiny_encoder_dir, sample_v1, tmp_path):

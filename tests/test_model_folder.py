@@ -164,6 +164,8 @@ def test_heads_that_are_no_string_are_named_as_written(saved_model, tmp_path, va
     ("content_hash", 7, "tuned_on.content_hash must be a string, got 7"),
     ("for_model", None, "tuned_on.for_model must be a string, got null"),
     ("description", ["x" * 100], 'tuned_on.description must be a string, got \\["' + "x" * 38 + r'\.\.\.' + "x" * 39 + '"\\]'),  # shortened to 80
+    ("calibrators_not_fitted", "span", 'tuned_on.calibrators_not_fitted must be an object of decodings and reasons \\(strings\\), got "span"'),
+    ("calibrators_not_fitted", {"span": 5}, 'tuned_on.calibrators_not_fitted must be an object of decodings and reasons \\(strings\\), got {"span": 5}'),
 ])
 def test_a_tuned_on_field_of_another_kind_is_refused_naming_it(saved_model, tmp_path, field, value, match):
     """A hub model's tuned_on of a description that is no string loaded; writing its card (export, convert, a model

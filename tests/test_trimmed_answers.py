@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bio_mrc import answer_text
-from bio_mrc.answer_text import trimmed_span, trimmed_spans
+from bio_mrc.answer_text import trimmed_span, trimmed_spans, without_blank_edges
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.features.ragged import RaggedColumn
 from bio_mrc.features.windows import FeatureConfig, build_features
@@ -36,6 +36,20 @@ def test_trimmed_span_by_hand():
 def test_blank_clusters_at_the_edges_are_trimmed_whole(context, start, end, kept):
     begin, finish = trimmed_span(context, start, end)
     assert context[begin:finish] == kept and (kept or begin == finish)
+
+
+def test_a_gold_span_loses_the_blank_clusters_a_decoder_trims_and_a_blank_one_stays_as_given():
+    # Training, a report's gold tags and tune's window check read the gold as a decoder answers it: zero-width
+    # spaces, a byte-order mark, a joiner on a space and a soft hyphen are blank as whitespace is (str.strip kept them).
+    context = "\u200bParis\u200b, \ufeff Lyon \u200d\n and \u200b\u2060 cafe\u0301\u00ad"
+    alternatives = (((0, 7), (9, 18)), ((18, 23),), ((22, 26),), ((25, 32),), ((4, 4),))
+    assert [context[a:b] for alt in alternatives for a, b in alt] == [
+        "\u200bParis\u200b", "\ufeff Lyon \u200d\n", " and ", " \u200b\u2060 ", " cafe\u0301\u00ad", ""]
+    trimmed = without_blank_edges(context, alternatives)
+    # Paris, Lyon, and, the blank span as given, the letter with its accent, the empty span as given
+    assert trimmed == (((1, 6), (11, 15)), ((19, 22),), ((22, 26),), ((26, 31),), ((4, 4),))
+    assert [context[a:b] for a, b in trimmed[3][0:1]] == ["cafe\u0301"]
+    assert without_blank_edges(context, None) is None
 
 
 def test_spans_trimmed_together_are_each_trimmed_alone_and_only_those_with_a_blank_edge_go_one_by_one(monkeypatch):

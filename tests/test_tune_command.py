@@ -88,6 +88,12 @@ def test_output_dir_writes_a_tuned_copy_and_every_setting_is_printed(trained_dir
     for decoding in ("span", "bio", "joint"):
         assert f"warning: no calibrator saved for {decoding}: degenerate (constant output" in err
     assert config["calibration"] is None
+    # the tune record keeps why, and the card says it, a line per decoding (it listed the fitted calibrators alone)
+    not_fitted = config["tuned_on"]["calibrators_not_fitted"]
+    assert sorted(not_fitted) == ["bio", "joint", "span"] and all(r.startswith("constant output") for r in not_fitted.values())
+    tuned_rows = copied["README.md"].decode().split("## Tuned settings")[1].split("## Usage")[0]
+    for decoding, reason in not_fitted.items():
+        assert f"| calibrator `{decoding}` | not fitted: degenerate (`{reason}`) |" in tuned_rows
     assert f"saved in {out / 'config.json'} (a tuned copy of {trained_dir})" in err
     assert "warning: tuned on 8 questions: settings fitted on fewer than 100 follow the questions drawn" in err
     card = copied["README.md"].decode()  # the card names the folder the copy lives in, not where it was staged

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import registry
+from ..arguments import first_questions
 from ..errors import ConfigError
 from ..config_options import options_given
 from ..encoders import is_default_encoder
@@ -95,7 +96,7 @@ def _train_into(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", SharedHeldOutWarning)  # said above, before the --eval questions' scoring was set up
         result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                              checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
-                             network_args=network_args(args), data_name=str(args.train))
+                             network_args=network_args(args), data_name=first_questions(str(args.train), args.limit, len(data.examples)))
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0

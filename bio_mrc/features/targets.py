@@ -11,7 +11,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import with_every_mention, without_edge_whitespace
+from ..answer_text import with_every_mention, without_blank_edges
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
 from ..types import Alternative, CharSpan, Example
 
@@ -179,7 +179,7 @@ def add_targets(
     entries = [registry.head(name) for name in heads]
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
     covered, lengths, seen = [], [], set()
-    answers = [without_edge_whitespace(example.context, example.answers) for example in examples]
+    answers = [without_blank_edges(example.context, example.answers) for example in examples]
     gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](replace(example, answers=trimmed)))
             for example, trimmed in zip(examples, answers)]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import without_edge_whitespace
+from ..answer_text import without_blank_edges
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, multi_span_answers, span_count_threshold, threshold_key
@@ -70,13 +70,13 @@ def decode_cell(
 
 
 def tag_sequences(grouped: GroupedTags, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
-    """Gold (first annotator, its spans as the tagger learns them: :func:`~bio_mrc.answer_text.without_edge_whitespace`)
+    """Gold (first annotator, its spans as the tagger learns them: :func:`~bio_mrc.answer_text.without_blank_edges`)
     and predicted (every predicted span) tags over each example's tagged tokens."""
     gold, pred = [], []
     for (merged, row), example, prediction in zip(grouped.rows(), examples, predictions):
         n_tokens = int(merged.mask[row].sum())
         offsets, mask = merged.offsets[row, :n_tokens], merged.mask[row, :n_tokens]
-        answers = without_edge_whitespace(example.context, example.answers[:1]) if example.answers else ((),)
+        answers = without_blank_edges(example.context, example.answers[:1]) if example.answers else ((),)
         gold.append(TAG_LETTERS[spans_to_tags(offsets, mask, answers[0])].tolist())
         predicted = [] if prediction.abstain else [(s.start, s.end) for s in prediction.spans]
         pred.append(TAG_LETTERS[spans_to_tags(offsets, mask, predicted)].tolist())

@@ -68,6 +68,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..arguments import first_questions
 from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors, unasked_defaults, unasked_fields
 from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
@@ -75,7 +76,6 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError, InputNote, argument
 from ..io import home_expanded
 from ..json_syntax import json_value
-from ..plurals import counted
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
 from .summary_records import CellKey
@@ -138,8 +138,8 @@ class DataSpec:
         text = self.path
         if self.skip:
             text += f" (questions {self.skip + 1} to {self.skip + self.limit})" if self.limit else f" (from question {self.skip + 1})"
-        elif self.limit:
-            text += f" (first {counted(self.limit, 'question')})"
+        else:
+            text = first_questions(text, self.limit)
         if self.split:
             text += f" (article split {self.split['fractions']}, part {self.split['part']}, seed {self.split.get('seed', 0)})"
         if self.unanswerable_ratio:

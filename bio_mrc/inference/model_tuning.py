@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import registry
-from ..arguments import (checked_limit, count_argument, instance_argument, names_argument, path_argument, task_argument,
-                         warn_limit_past)
+from ..arguments import (checked_limit, count_argument, first_questions, instance_argument, names_argument, path_argument,
+                         task_argument, warn_limit_past)
 from ..data.squad import SquadFile, read_squad
 from ..decoding.postprocess import DecodeConfig
 from ..hub import check_name_given
@@ -133,9 +133,9 @@ def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
                            calibrate=calibrate, progress=plan.progress)
     if before_saving is not None:
         before_saving(tuned)
-    cut = plan.limit and len(examples) == plan.limit  # a limit past the data's questions takes them all: no first N
-    description = plan.name + (f" (first {counted(plan.limit, 'question')})" if cut else "")
-    _save(plan.model, plan.target, trained, tuned, tuning_provenance(description, examples, questions.training_questions))
+    description = first_questions(plan.name, plan.limit, len(examples))
+    provenance = tuning_provenance(description, examples, questions.training_questions, tuned.skipped_calibrators)
+    _save(plan.model, plan.target, trained, tuned, provenance)
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
     lines.append(f"saved in {plan.target / 'config.json'}"
                  + (" (in place)" if plan.target == Path(plan.model) else f" (a tuned copy of {plan.model})"))

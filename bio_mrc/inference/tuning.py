@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import without_edge_whitespace
+from ..answer_text import without_blank_edges
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
@@ -21,6 +21,7 @@ from ..io import atomic_write_text, signals_held
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
 from ..model_card import remove_generated_card, write_model_card
+from ..model_folder import NOT_FITTED
 from ..types import Example, Prediction, content_hash
 from ..plurals import counted
 from ..progress import question_bar, questions_planned
@@ -106,7 +107,7 @@ def answers_past_every_window(outputs: WindowOutputs, examples: Sequence[Example
     missed = []
     for k, example in enumerate(examples):
         rows = order[bounds[k]:bounds[k + 1]]
-        answers = without_edge_whitespace(example.context, example.answers) or ()  # the spans a decoder can give
+        answers = without_blank_edges(example.context, example.answers) or ()  # the spans a decoder can give
         held = (all(((starts[rows] <= s) & (ends[rows] >= e)).any() for s, e in alt) for alt in answers)
         if example.is_answerable and not any(held):  # a multi-span answer's parts may lie in different windows
             missed.append(example.id)
@@ -525,11 +526,23 @@ def _shown(value: Any) -> str:
     return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def tuning_provenance(description: str, examples: Sequence[Example], training_questions: int | None = None) -> dict[str, Any]:
+def tuning_provenance(description: str, examples: Sequence[Example], training_questions: int | None = None,
+                      calibrators_not_fitted: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What tuned values saved with a model say about the questions they were tuned on; ``training_questions``: how many
-    of them the model was trained on, where its run record says (:func:`bio_mrc.inference.held_out.check_held_out`)."""
+    of them the model was trained on, where its run record says (:func:`bio_mrc.inference.held_out.check_held_out`);
+    ``calibrators_not_fitted``: each decoding whose calibrator the tuning found degenerate, and why
+    (:attr:`TunedSettings.skipped_calibrators`)."""
     known = {} if training_questions is None else {"training_questions": training_questions}
+    known |= {NOT_FITTED: dict(calibrators_not_fitted)} if calibrators_not_fitted else {}
     return {"description": description, "questions": len(examples), "content_hash": content_hash(examples), **known}
+
+
+def _not_fitted(previous: Mapping[str, Any], tuned_on: Mapping[str, Any], same: bool, config: BioMrcConfig) -> dict[str, Any]:
+    """``tuned_on`` with the calibrators not fitted on its questions: this tuning's, and an earlier tuning's on the same
+    questions (of the decodings this one left alone), but none of a decoding that has a calibrator now."""
+    notes = {**((previous.get(NOT_FITTED) or {}) if same else {}), **(tuned_on.get(NOT_FITTED) or {})}
+    notes = {decoding: reason for decoding, reason in notes.items() if decoding not in (config.calibration or {})}
+    return {key: value for key, value in tuned_on.items() if key != NOT_FITTED} | ({NOT_FITTED: notes} if notes else {})
 
 
 # Tuned settings that a tuning on other questions drops where it does not fit them again. The length prior stays: it is
@@ -582,7 +595,7 @@ def save_tuned_settings(
             value = {key: one for key, one in {**kept_values, **value}.items() if one is not None} or None
         setattr(config, name, value)
     config.calibration = calibrators_at_thresholds(config.calibration, config.no_answer_thresholds)
-    config.tuned_on = tuned_on
+    config.tuned_on = _not_fitted(previous, tuned_on, same, config)
     with signals_held():  # a stop between the two would leave a card of the settings before
         atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
         try:
