@@ -417,6 +417,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
         *([("answer-length limit", f"{config.max_answer_length} tokens, what 99% of the training answer spans fit (at least 30; "
                                    "`max_answer_length` given to a decoding overrides it)")] if getattr(config, "max_answer_length", None) else []),
         ("encoder", f"that of {_code(init_from)}{at}" if init_from else f"{_code(encoder)}{at}" if encoder else "unknown"),
+        *([("encoder family", _code(family))] if (family := getattr(config.encoder, "model_type", "")) else []),
         ("bio_mrc model format", config.bio_mrc_format),
     ]
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "

@@ -567,7 +567,7 @@ register_head(HeadEntry(
     targets={"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET},
     build_targets="bio_mrc.features.targets:span_targets", outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"),
     loss_weight="span_loss_weight", needs_tag_mask=False,
-    description="a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
+    description="a start/end span head (one answer span, an n-best list, a no-answer score from the window's first token, `[CLS]` or `<s>`)",
 ))
 register_head(HeadEntry(
     name="bio", attribute="bio_head", build="bio_mrc.heads.bio:build_bio_head",

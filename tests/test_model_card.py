@@ -596,3 +596,19 @@ def test_an_exported_transformers_models_card_lists_the_data_sets_of_every_stage
     text = model_card.render_exported_card(model_card.model_config(config), record, "BertForQuestionAnswering", [], "out", "model")
     assert yaml.safe_load(text.split("---\n")[1])["datasets"] == ["rajpurkar/squad", "rajpurkar/squad_v2"]
     assert model_card.card_metadata(config, {"train": {}}, None, "m").datasets is None  # a record that names no file
+
+
+
+@pytest.mark.parametrize("model_type", ["roberta", "xlm-roberta", "albert", "deberta-v2"])
+def test_the_card_names_the_encoders_family_and_no_first_token_of_another(model_type):
+    """A model trained from a local encoder folder is carded by the folder's last two parts alone: the card names the
+    family from the encoder's config, and says where the no-answer score is read without naming BERT's [CLS] alone,
+    as a RoBERTa or XLM-R window starts with <s>."""
+    encoder = {"model_type": model_type, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+               "intermediate_size": 16, "_name_or_path": "/tmp/encoders/mine"}
+    config = BioMrcConfig(heads="span+bio", encoder=encoder)
+    text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": "/tmp/encoders/mine"}}, None, "m")
+    assert "| encoder | `.../encoders/mine` |" in text and f"| encoder family | `{model_type}` |" in text
+    intro = text.split("## Model", 1)[1].split("|", 1)[0]
+    assert "a no-answer score from the window's first token, `[CLS]` or `<s>`" in intro  # code: the hub reads <s> as HTML
+    assert "from [CLS]" not in intro
