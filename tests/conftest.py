@@ -492,15 +492,16 @@ HOSTILE_TEXT = "</script><script>alert(1)</script>"
 BROWSER_PARAGRAPHS = [
     ("The Normans 😀 came from Normandy in France in the 10th century. Rollo was their first ruler. They spoke Norman "
      "French, built castles across England after 1066, and their ships sailed as far as Sicily and the Holy Land.",
-     [("b1", "What country is Normandy in?", "France"), ("b2", "Who was the first ruler of the Normans?", "Rollo"),
+     [("b1", "What country is Normandy in?", "France"), ("b2", "Who ruled the Normans?", "Rollo"),
       ("b3", "When did the Normans come?", "the 10th century")]),
     (f"The tag {HOSTILE_TEXT} ends a page & <b>bold</b> text stays \"quoted\".",
-     [("b4", "What does the tag <b> hold?", HOSTILE_TEXT), ("b5", "Which text is <b>bold</b>?", "bold")]),
+     [("b4", "What is in <b>?", HOSTILE_TEXT), ("b5", "Which is <b>it</b>?", "bold")]),
 ]
 
 
 def write_browser_eval_file(path: Path) -> Path:
-    """Five SQuAD v1.1 questions on two paragraphs: an emoji before the answers, a context that holds ``</script>``."""
+    """Five SQuAD v1.1 questions on two paragraphs: an emoji before the answers, a context that holds ``</script>``;
+    each question within the 12 tokens the tests' models read."""
     import json
 
     paragraphs = [{"context": context, "qas": [{"id": qid, "question": question,

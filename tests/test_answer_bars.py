@@ -9,7 +9,7 @@ from bio_mrc.inference import AnswerExtractor, TrainedModel
 
 from .conftest import untrained_model_folder
 
-QUESTIONS = ["who wrote it?", "when was it written?", "who wrote the book?", "what was written?", "who read it?"]
+QUESTIONS = ["who wrote it?", "when was it?", "who wrote the book?", "what was written?", "who read it?"]
 # each a few words: with the question, one window of 48 tokens holds it, so five questions are five windows
 CONTEXTS = ["it was written by ada lovelace.", "it was written in 1843.", "the book was written by ada.",
             "a note was written.", "it was read by babbage."]

@@ -9,6 +9,7 @@ import pytest
 from bio_mrc import registry
 from bio_mrc.cli import main
 from bio_mrc.data.answer_parts import as_answer_parts
+from bio_mrc.data.one_answer import JoinedPartsNote
 from bio_mrc.data.squad import load_squad
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec
@@ -44,7 +45,8 @@ def write_parts(tmp_path) -> str:
 def test_listed_answers_become_one_answer_of_parts_in_context_order(tmp_path):
     read = load_squad(write_parts(tmp_path)).examples
     assert read[0].answer_texts() == [["Dave"], ["Barbara"], ["Dave"]]  # SQuAD: three alternatives
-    parts = as_answer_parts(read)
+    with pytest.warns(JoinedPartsNote, match="^1 question of the input lists answer parts that repeat, nest or overlap"):
+        parts = as_answer_parts(read)  # Dave twice
     assert parts[0].answer_texts() == [["Dave", "Barbara"]]  # one answer, its parts once each, in context order
     assert parts[-1].answer_texts() == [["Rome"]]
     assert [(ex.id, ex.question, ex.context, ex.title) for ex in parts] == [(ex.id, ex.question, ex.context, ex.title) for ex in read]
@@ -54,10 +56,12 @@ def test_listed_answers_become_one_answer_of_parts_in_context_order(tmp_path):
 
 def test_a_comparison_reads_any_squad_shaped_form_as_answer_parts(tmp_path):
     path = write_parts(tmp_path)
-    as_parts = resolve_split(DataSpec(path="parts.jsonl", format="answer-parts"), tmp_path)
+    with pytest.warns(JoinedPartsNote, match="^1 question of .*parts.jsonl lists answer parts that repeat"):
+        as_parts = resolve_split(DataSpec(path="parts.jsonl", format="answer-parts"), tmp_path)
     assert as_parts.task == "answer-parts" and as_parts.gold["p0"] == ["Dave", "Barbara"]
     assert resolve_split(DataSpec(path="parts.jsonl"), tmp_path).gold["p0"] == ["Dave", "Barbara", "Dave"]  # alternatives
-    quoref = resolve_split(DataSpec(path=path, format="quoref", limit=3), tmp_path)
+    with pytest.warns(JoinedPartsNote, match="^1 question of .*parts.jsonl lists answer parts that repeat"):
+        quoref = resolve_split(DataSpec(path=path, format="quoref", limit=3), tmp_path)
     assert quoref.task == "quoref" and quoref.ids == ["p0", "p1", "p2"] and quoref.gold["p1"] == ["Ann", "Bob"]
     task = registry.task("answer-parts")
     assert task.scorer == "multispan" and task.multi_span_answers and task.layout is None
@@ -133,7 +137,8 @@ def test_answer_parts_train_a_tag_for_every_part(tiny_tokenizer, tmp_path):
     from bio_mrc.features.windows import build_features
     from bio_mrc.tags import TAG_B
 
-    examples = as_answer_parts(load_squad(write_parts(tmp_path)).examples[:1])
+    with pytest.warns(JoinedPartsNote):
+        examples = as_answer_parts(load_squad(write_parts(tmp_path)).examples[:1])
     features = build_features(examples, tiny_tokenizer, FeatureConfig(64, 16, 16), heads=("bio",))
     assert sum(tag[TAG_B] == 1.0 for tag in features[0]["bio_targets"]) == 2  # Dave and Barbara both begin a span
 

@@ -6,6 +6,7 @@ import lzma
 import numpy as np
 import pytest
 
+from bio_mrc.data.one_answer import JoinedPartsNote
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, train_models
 from bio_mrc.harness.comparison_splits import training_share
@@ -114,7 +115,8 @@ def test_a_report_that_scored_the_same_questions_as_another_task_is_refused(earl
     metrics: SQuAD cells read back there have no counts to score (a traceback once the report was summed)."""
     raw = tiny_config(tiny_encoder_dir)
     raw["eval"] = {**raw["eval"], "format": "answer-parts"}
-    with pytest.raises(ConfigError, match=r"the evaluation's task and scorer differ .*\"squad-v1.1\" there, \"answer-parts\" here"):
+    with pytest.warns(JoinedPartsNote, match="^3 questions of .*sample_squad_v1.json list answer parts"), \
+            pytest.raises(ConfigError, match=r"the evaluation's task and scorer differ .*\"squad-v1.1\" there, \"answer-parts\" here"):
         compare(parse_config(raw), FIXTURES, tmp_path, cells_from=earlier[0])
     assert not (tmp_path / "models").exists()
 

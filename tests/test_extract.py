@@ -291,7 +291,7 @@ def test_extract_names_its_answer_as_predict_names_the_question_alone_in_a_file(
 
 
 FOREIGN = [
-    ("Wer schrieb das Buch?", "Das Buch wurde von Johann Wolfgang von Goethe geschrieben."),
+    ("Wer war das?", "Das Buch wurde von Johann Wolfgang von Goethe geschrieben."),
     ("מי כתב את הספר?", "את הספר כתב חיים נחמן ביאליק בשנת 1908."),
     ("谁写了这本书？", "这本书是鲁迅在一九二一年写的。"),
 ]

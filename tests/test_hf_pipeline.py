@@ -3,6 +3,7 @@
 import pytest
 
 from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.inference.abstention import NeverAbstainsWarning
 from bio_mrc.inference.pipeline import TASK
 from .conftest import untrained_model_folder
 
@@ -165,9 +166,11 @@ def test_handle_impossible_answer_follows_the_saved_threshold(qa, extractor):
         multi = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True, multi_span=True)
         assert multi["answer"] == "" and multi["spans"] == []
         assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint")["answer"]  # without it: the best span
-        assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="span", handle_impossible_answer=True)["answer"]
+        with pytest.warns(NeverAbstainsWarning, match="no tuned no-answer threshold for span"):
+            assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="span", handle_impossible_answer=True)["answer"]
         config.no_answer_thresholds = {}  # no threshold saved: never abstains
-        assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True)["answer"]
+        with pytest.warns(NeverAbstainsWarning, match="no tuned no-answer threshold for joint"):
+            assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True)["answer"]
     finally:
         config.no_answer_thresholds = saved
 

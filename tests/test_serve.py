@@ -62,7 +62,7 @@ def extractor(model_dir):
 def questions():
     """(question, context) pairs: the sample's questions and one context several windows long."""
     pairs = [(ex.question, ex.context) for ex in load_squad(SAMPLE_V1).examples]
-    return pairs + [("What were the Normans famed for?", LONG), ("Who built castles?", LONG)]
+    return pairs + [("What were the Normans famed for?", LONG), ("Who built forts?", LONG)]
 
 
 @contextlib.contextmanager

@@ -386,16 +386,14 @@ def windows_of(extractor, question, context):  # noqa: F811
 def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor, slow_passes, operator_lines):  # noqa: F811
     config = ServeConfig(request_timeout_s=0.5, max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
-        response = client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
+        response = client.post("/answer", json={"question": "Who built forts?", "context": MANY_WINDOWS})
         time.sleep(0.7)  # any pass already running ends
         ran_then = len(slow_passes)
         time.sleep(0.7)
     assert response.status_code == 504 and response.json()["detail"] == (
         "the request took longer than 0.5 s; its questions not yet answered were dropped: send fewer or shorter ones")
-    # the tiny vocabulary spells "castles" a letter a token: a question past max_query_length, logged on its own
-    assert [line for line in operator_lines if "max_query_length" not in line] == [
-        "a request took longer than 0.5 s (--request-timeout-s): answered 504"]
-    assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built castles?", MANY_WINDOWS)
+    assert operator_lines == ["a request took longer than 0.5 s (--request-timeout-s): answered 504"]
+    assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built forts?", MANY_WINDOWS)
 
 
 @pytest.mark.slow  # over 3 s alone on 2 cores
@@ -403,14 +401,14 @@ def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_passes):  
     config = ServeConfig(max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with running(create_app(extractor, config)) as url:
         with httpx.Client(base_url=url, timeout=0.45) as client, pytest.raises(httpx.TimeoutException):
-            client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
+            client.post("/answer", json={"question": "Who built forts?", "context": MANY_WINDOWS})
         time.sleep(1.0)  # the server notices within 50 ms; a pass already running ends
         ran_then = len(slow_passes)
         time.sleep(1.0)
         with httpx.Client(base_url=url, timeout=30) as client:
             assert client.post("/answer", json=GOOD).status_code == 200
     assert ran_then <= 4 and len(slow_passes) == ran_then + 1  # of more than ten; then only the next request's
-    assert windows_of(extractor, "Who built castles?", MANY_WINDOWS) > 10
+    assert windows_of(extractor, "Who built forts?", MANY_WINDOWS) > 10
 
 
 @pytest.mark.parametrize("max_wait_ms", [0, 10_000])
@@ -420,7 +418,7 @@ def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_lon
     the thread is free), not after the long question's other chunks; both answers are the extractor's. A reading
     step waits for company only while the worker would idle: not while the long question's passes are due."""
     passes = slowed_passes(monkeypatch, [0.3, 0.0])
-    long, short = ("Who built castles?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
+    long, short = ("Who built forts?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
     config = ServeConfig(max_batch_size=2, max_wait_ms=max_wait_ms, max_batch_chars=len(long[0]) + len(long[1]))
 
     async def main():  # the long question alone fills a reading step: it waits for no company
@@ -450,7 +448,7 @@ def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, 
         scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
         await scheduler.start()
         try:
-            left = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "a"))
+            left = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built forts?", MANY_WINDOWS), "a"))
             await asyncio.sleep(0.15)  # its first chunk is running
             left.cancel()
             await asyncio.sleep(0.4)  # that pass ends; nothing of it runs after
@@ -459,12 +457,12 @@ def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, 
             await scheduler.stop()
 
     (answer,) = asyncio.run(main())
-    assert passes == [[("Who built castles?", 2)], [(GOOD["question"], 1)]]  # of more than ten windows, two ran
+    assert passes == [[("Who built forts?", 2)], [(GOOD["question"], 1)]]  # of more than ten windows, two ran
     assert_same_answer(answer, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
 
 
 SHORT_QUESTIONS = [("Who wrote it?", "Newton wrote it."), ("What did Newton write?", "Newton wrote a book."),
-                   ("Where did he live?", "He lived in Cambridge."), ("When?", "It was 1687."), ("Who?", "Halley paid.")]
+                   ("Where was he?", "He lived in Cambridge."), ("When?", "It was 1687."), ("Who?", "Halley paid.")]
 
 
 def counted_reads(monkeypatch, seconds=0.0):
@@ -563,7 +561,7 @@ def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back
         scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_chars=500, max_wait_ms=0))
         await scheduler.start()
         try:
-            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "a"))
+            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built forts?", MANY_WINDOWS), "a"))
             await asyncio.sleep(0.1)
             polite = await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
             events.append("short answered")
@@ -573,7 +571,7 @@ def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back
 
     (got_long,), (got_short,) = asyncio.run(main())
     assert events == ["long read starts", "short read", "short answered", "long read ends"]
-    assert_same_answer(got_long, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
+    assert_same_answer(got_long, extractor("Who built forts?", MANY_WINDOWS, decoding="joint"))
     assert_same_answer(got_short, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
 
 
@@ -648,7 +646,7 @@ def test_a_long_question_runs_in_chunks_of_about_long_pass_ms(extractor, monkeyp
     chunk holds what runs in --long-pass-ms (at least one window), each in a pass of its own; the answer is the
     extractor's whichever the chunks."""
     slowed_passes(monkeypatch, [0.1])
-    long = ("Who built castles?", MANY_WINDOWS)
+    long = ("Who built forts?", MANY_WINDOWS)
 
     async def main(long_pass_ms, answer_long):
         scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=4, long_pass_ms=long_pass_ms))
@@ -683,7 +681,7 @@ def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(e
         try:
             await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "short")
             started_for_short = scheduler.helper.executor is not None
-            (long,) = await scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "long")
+            (long,) = await scheduler.answer(question(extractor, "Who built forts?", MANY_WINDOWS), "long")
             parsed = await off_loop(json.loads, body, scheduler.helper)
             return started_for_short, long, parsed, await scheduler.helper.run(os.getpid)
         finally:
@@ -691,7 +689,7 @@ def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(e
 
     started_for_short, long, parsed, helper_pid = asyncio.run(main())
     assert not started_for_short and helper_pid != os.getpid()
-    assert_same_answer(long, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
+    assert_same_answer(long, extractor("Who built forts?", MANY_WINDOWS, decoding="joint"))
     assert parsed == json.loads(body)
 
 

@@ -13,6 +13,7 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.inference.during_training import TrainingEvaluator
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.training.config import TrainConfig
+from bio_mrc.training.run_start import SharedHeldOutWarning
 from bio_mrc.training.saving import LOG_DIR, load_training_log
 from bio_mrc.training.train import train_model
 
@@ -72,7 +73,8 @@ def test_a_tracker_that_cannot_run_is_one_line_before_any_work(tiny_encoder_dir,
 def test_evaluation_during_training_scores_every_decoding_as_the_saved_model_scores(tiny_encoder_dir, sample_v1, tmp_path):
     held_out = TrainingEvaluator(sample_v1.examples[:6], sample_v1.version)
     config = _config(tiny_encoder_dir, eval_strategy="steps", eval_steps=2, max_steps=4)
-    result = train_model(sample_v1.examples, config, tmp_path / "model", evaluator=held_out)
+    with pytest.warns(SharedHeldOutWarning, match="share 6 questions and 3 contexts"):  # scored as the saved model, not held out
+        result = train_model(sample_v1.examples, config, tmp_path / "model", evaluator=held_out)
     evaluations = [entry for entry in load_training_log(result.model_dir) if "eval_span_f1" in entry]
     assert [entry["step"] for entry in evaluations] == [2, 4]
     decodings = available_decodings(config.heads)

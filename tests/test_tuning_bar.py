@@ -15,7 +15,7 @@ from .test_tuning_chunks import random_outputs
 
 # Six questions, four with an answer: SQuAD 2.0 questions tune a no-answer threshold per decoding.
 PARAGRAPHS = [("it was written by ada lovelace in 1843.", [("q0", "who wrote it?", "ada lovelace"),
-                                                          ("q1", "when was it written?", "1843"),
+                                                          ("q1", "when was it?", "1843"),
                                                           ("q2", "who read it?", None)]),
               ("the note was read by babbage.", [("q3", "who read the note?", "babbage"),
                                                  ("q4", "what was read?", "the note"),
