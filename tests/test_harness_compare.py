@@ -81,6 +81,38 @@ def test_report_files_and_table(comparison):
     assert seeds == [1, 2]
 
 
+@pytest.mark.slow  # continues the session's overfitted model twice and scores it
+def test_a_reports_tag_scores_read_the_gold_each_runs_tagger_learns(trained_dir, tiny_encoder_dir, tmp_path):
+    """Each answer's text twice in its context (the paragraph repeated), the first mention annotated: the tag scores of
+    a run that learns every mention and of one that learns the annotated spans are each its own rule's, end to end
+    from the report, and differ (the second mentions are gold entities of the first run alone)."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.features.config import FeatureConfig
+    from bio_mrc.harness.cells import decode_cell, score_cell
+    from bio_mrc.harness.comparison_splits import Split
+
+    data = json.loads(SAMPLE_V1.read_text())
+    for paragraph in (p for article in data["data"] for p in article["paragraphs"]):
+        paragraph["context"] = f"{paragraph['context']} {paragraph['context']}"
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps(data))
+    halves = {name: {"path": str(twice), "split": {"fractions": [0.5, 0.5], "part": part, "seed": 0}} for part, name in enumerate(("train", "eval"))}
+    runs = [{"name": rule, "heads": "span+bio", "init_from": str(trained_dir), "tag_mentions": rule} for rule in ("every", "annotated")]
+    raw = config_dict(tiny_encoder_dir, seeds=[1], runs=runs, **halves)
+    raw["defaults"].update(epochs=0.01, learning_rate=1e-9)  # one step that leaves the model as it is
+    results, _ = compare(parse_config(raw), FIXTURES, tmp_path / "out", progress=False)
+    split = Split(results.eval_examples, "squad-v1.1", "twice")
+    reported = {}
+    for cell in (c for c in results.cells if c.tag_scores is not None):
+        trained = TrainedModel.load(cell.model_dir)
+        decoded = decode_cell(trained.windows(split.examples), split, cell.decoding, trained.decode_config(DecodeConfig()), cell.threshold,
+                              None, FeatureConfig(tag_mentions=cell.run))
+        assert cell.tag_scores == score_cell(split, decoded)["tag_scores"]
+        reported[cell.run] = cell.tag_scores
+    assert reported.keys() == {"every", "annotated"} and reported["every"] != reported["annotated"]
+    assert "the first annotator's spans as each run's tagger learns them" in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
     out, results, _ = comparison
     again, _ = compare(parse_config(config_dict(tiny_encoder_dir, seeds=[1])), FIXTURES, out, progress=False)
@@ -350,7 +382,7 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
 
     package = Path(bio_mrc.__file__).parent
     scoring = {path.relative_to(package).as_posix() for path in source_closure(("bio_mrc.harness.scoring",))}
-    assert {"harness/cells.py", "harness/scoring.py", "decoding/postprocess.py", "features/windows.py", "model.py",
+    assert {"harness/cells.py", "harness/scoring.py", "decoding/postprocess.py", "features/windows.py", "features/targets.py", "model.py",
             "inference/forward.py", "inference/tuning.py", "heads/bio.py", "registry.py", "metrics/multispan_official.py",
             "data/multispanqa.py"} <= scoring  # the last two only through the registry's "module:attribute" names
     assert not {"cli/__init__.py", "cli/parser.py", "cli/answer_commands.py",
@@ -371,6 +403,10 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
     with (copy / "decoding" / "spans.py").open("a") as handle:
         handle.write("\n# a decoder change\n")
     assert fingerprint(("bio_mrc.harness.scoring",), copy) != before
+    decoder_changed = fingerprint(("bio_mrc.harness.scoring",), copy)
+    with (copy / "features" / "targets.py").open("a") as handle:
+        handle.write("\n# a change of the gold the tagger learns, which the tag scores read\n")
+    assert fingerprint(("bio_mrc.harness.scoring",), copy) != decoder_changed
 
 
 def test_a_model_is_stale_once_the_encoder_it_was_trained_from_changes(tiny_encoder_dir, tmp_path):

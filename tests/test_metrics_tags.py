@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+from bio_mrc.features.config import FeatureConfig
 from bio_mrc.metrics.entity_scores import chunk_counts, tag_scores
 from bio_mrc.tags import chunk_bounds
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
@@ -201,3 +202,56 @@ def test_a_reports_gold_tags_are_the_words_the_tagger_learns(metaspace_tokenizer
     expected = ["O", "B", "I", "I", "I", "I", "I"] + ["O"] * (int(mask.sum()) - 7)
     assert cell.gold_tags == [expected] and cell.predicted_tags == [expected]
     assert score_cell(split, cell)["tag_scores"]["f1"] == 1.0
+
+
+def _two_mentions_cell(tags: str, **features):
+    """A cell of "Ada met Bob and Ada left" (one token a word), the gold the second "Ada" alone, the model sure of
+    ``tags`` (a letter a token); its tag scores under the run's ``features``."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+    from bio_mrc.harness.cells import decode_cell, score_cell
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.types import Example
+
+    context = "Ada met Bob and Ada left"
+    example = Example("q", "who?", context, (((16, 19),),))
+    offsets = np.array([[-1, -1], [0, 3], [4, 7], [8, 11], [12, 15], [16, 19], [20, 24]])
+    mask = offsets[:, 0] >= 0
+    ids = np.array([TAG_O] + ["BIO".index(letter) for letter in tags])
+    logits = np.log(np.where(np.arange(3) == ids[:, None], 0.98, 0.01))
+    outputs = WindowOutputs(np.array([0]), offsets[None], mask[None], bio_logits=logits[None])
+    split = Split([example], "squad-v1.1", "toy")
+    cell = decode_cell(outputs, split, "bio", DecodeConfig(), None, **features)
+    return cell, score_cell(split, cell)["tag_scores"]
+
+
+@pytest.mark.parametrize("tags, rule, expected", [
+    ("BOOOBO", "annotated", scores(1 / 2, 1.0, 2 / 3)),  # the first "Ada" is a wrong entity
+    ("BOOOBO", "every", scores(1.0, 1.0, 1.0)),  # every mention is gold
+    ("BOOOBO", "ignored", scores(1.0, 1.0, 1.0)),  # the first "Ada" is in neither sequence
+    ("OOOOBO", "annotated", scores(1.0, 1.0, 1.0)),
+    ("OOOOBO", "every", scores(1.0, 1 / 2, 2 / 3)),  # the first "Ada" is a gold entity missed
+    ("OOOOBO", "ignored", scores(1.0, 1.0, 1.0)),
+    ("BIOOBO", "every", scores(1 / 2, 1 / 2, 1 / 2)),  # "Ada met" is not "Ada"
+    ("BIOOBO", "ignored", scores(1 / 2, 1.0, 2 / 3)),  # "Ada met": its "met" is scored, a wrong entity of its own
+])
+def test_a_reports_tag_scores_read_the_gold_its_run_tags_learn(tags, rule, expected):
+    """Two mentions of the answer, the second annotated: the tag scores' gold is what the run's tagger learns
+    (``tag_mentions``), hand-computed for each rule."""
+    assert _two_mentions_cell(tags, features=FeatureConfig(tag_mentions=rule))[1] == pytest.approx(expected, abs=1e-15)
+
+
+def test_a_reports_tag_scores_read_every_mention_as_gold_by_default():
+    """A model tagging both mentions of its answer, as training teaches it by default, tags no wrong entity."""
+    cell, scored = _two_mentions_cell("BOOOBO")
+    assert cell.gold_tags == [["B", "O", "O", "O", "B", "O"]] == cell.predicted_tags
+    assert scored == scores(1.0, 1.0, 1.0)
+
+
+def test_the_tokens_of_mentions_the_tagger_is_not_taught_are_in_neither_sequence():
+    """``ignored``: the first "Ada" is left out of both sequences; a span reaching past it begins at its next token."""
+    ignored = FeatureConfig(tag_mentions="ignored")
+    cell = _two_mentions_cell("BOOOBO", features=ignored)[0]
+    assert cell.gold_tags == [["O", "O", "O", "B", "O"]] == cell.predicted_tags
+    cell = _two_mentions_cell("BIIOBI", features=ignored)[0]  # "Ada met Bob" and "Ada left"
+    assert cell.gold_tags == [["O", "O", "O", "B", "O"]] and cell.predicted_tags == [["B", "I", "O", "B", "I"]]

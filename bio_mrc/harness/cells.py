@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -13,11 +13,13 @@ from .. import registry
 from ..answer_text import without_blank_edges
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
+from ..features.config import FeatureConfig
+from ..features.targets import TAGGER_GOLD, TaggerGold
 from ..inference.answers import apply_no_answer_threshold, decode_answers, multi_span_answers, span_count_threshold, threshold_key
 from ..inference.calibrators import calibrated_probability, raw_confidence
 from ..metrics.calibration_error import expected_calibration_error, reliability_bins
 from ..metrics.entity_scores import tag_scores
-from ..tags import spans_to_tags
+from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
 from ..types import Example, Prediction
 from .results import PER_QUESTION
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:  # a type only: the splits' loading does not change how a cell
     from .comparison_splits import Split
 
 TAG_LETTERS = np.array(["B", "I", "O"])
+DEFAULT_FEATURES = FeatureConfig()  # a model trained with the default windows and targets
 
 
 @dataclass
@@ -41,12 +44,13 @@ class DecodedCell:
 
 def decode_cell(
     outputs: WindowOutputs, split: Split, decoding: str, config: DecodeConfig, threshold: float | None,
-    span_count_rules: dict[str, float] | None = None,
+    span_count_rules: dict[str, float] | None = None, features: FeatureConfig = DEFAULT_FEATURES,
 ) -> DecodedCell:
     """Decode one model one way, as the split's task decodes (:meth:`~bio_mrc.registry.TaskEntry.decode_config`):
     single answers (an answer required unless questions may have none), or every answer span kept by the
     decoding's span-count rule (``config.min_span_probability``, else the tuned ``span_count_rules``, else the
-    decoding's default). A tag-sequence decoding merges windows once, for its answers and its tag scores."""
+    decoding's default). A tag-sequence decoding merges windows once, for its answers and its tag scores, whose
+    gold is what the model's tagger learned (``features``: the run's windows and targets, its ``tag_mentions``)."""
     config = split.kind.decode_config(config)
     min_probability = span_count_threshold(decoding, config.min_span_probability, span_count_rules)
     rule = min_probability if config.multi_span else None
@@ -65,22 +69,37 @@ def decode_cell(
     tagged = predictions if config.multi_span else apply_no_answer_threshold(
         decode_tag_groups(decoding, merged, split.examples, replace(config, multi_span=True)), threshold
     )
-    gold, predicted = tag_sequences(merged, split.examples, tagged)
+    gold, predicted = tag_sequences(merged, split.examples, tagged, TAGGER_GOLD[features.tag_mentions])
     return DecodedCell(predictions, seconds, gold, predicted, rule)
 
 
-def tag_sequences(grouped: GroupedTags, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
-    """Gold (first annotator, its spans as the tagger learns them: :func:`~bio_mrc.answer_text.without_blank_edges`)
-    and predicted (every predicted span) tags over each example's tagged tokens."""
+def tag_sequences(
+    grouped: GroupedTags, examples: Sequence[Example], predictions: Sequence[Prediction], tagger_gold: Callable[[Example], TaggerGold],
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Gold and predicted (every predicted span) tags over each example's tagged tokens. The gold is the first
+    annotator's spans (:func:`~bio_mrc.answer_text.without_blank_edges`) as the tagger learns them
+    (``tagger_gold``, an entry of :data:`~bio_mrc.features.targets.TAGGER_GOLD`); the tokens of the spans it is
+    not scored on in training are in neither sequence, so a tag there is neither right nor wrong."""
     gold, pred = [], []
     for (merged, row), example, prediction in zip(grouped.rows(), examples, predictions):
         n_tokens = int(merged.mask[row].sum())
         offsets, mask = merged.offsets[row, :n_tokens], merged.mask[row, :n_tokens]
-        answers = without_blank_edges(example.context, example.answers[:1]) if example.answers else ((),)
-        gold.append(TAG_LETTERS[spans_to_tags(offsets, mask, answers[0])].tolist())
+        learned = tagger_gold(replace(example, answers=without_blank_edges(example.context, example.answers[:1] if example.answers else ())))
+        kept = spans_to_tags(offsets, mask, learned.unscored) == TAG_O
+        gold.append(TAG_LETTERS[_kept_tags(spans_to_tags(offsets, mask, learned.answers[0] if learned.answers else ()), kept)].tolist())
         predicted = [] if prediction.abstain else [(s.start, s.end) for s in prediction.spans]
-        pred.append(TAG_LETTERS[spans_to_tags(offsets, mask, predicted)].tolist())
+        pred.append(TAG_LETTERS[_kept_tags(spans_to_tags(offsets, mask, predicted), kept)].tolist())
     return gold, pred
+
+
+def _kept_tags(tags: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The ``kept`` tokens' ``tags``; a span whose B is left out begins at its first kept token, so that the rest of
+    a span reaching past an unscored mention is scored as a span of its own."""
+    positions = np.arange(len(tags))
+    last_b = np.maximum.accumulate(np.where(tags == TAG_B, positions, -1))
+    previous_kept = np.concatenate(([-1], np.maximum.accumulate(np.where(kept, positions, -1))))[:-1]
+    begins = kept & (tags == TAG_I) & (last_b >= 0) & ~kept[np.maximum(last_b, 0)] & (previous_kept < last_b)
+    return np.where(begins, TAG_B, tags)[kept]
 
 
 def score_cell(split: Split, decoded: DecodedCell) -> dict[str, Any]:

@@ -280,7 +280,7 @@ def _score_folds(
         fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision, rules))
         for decoding in stage_bar(available_decodings(run.train.heads), "scoring", "decoding", progress):
             threshold = tuned.thresholds.get(threshold_key(decoding))
-            decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold, rules))
+            decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold, rules, run.train.features))
         browser_parts.append(model_browser_data(outputs, held_out.examples, {d: parts[-1].predictions for d, parts in decoded.items()}))
         train_seconds, inference_seconds = train_seconds + seconds, inference_seconds + inference
         reused_all, partial_any = reused_all and reused, partial_any or partial

@@ -268,8 +268,10 @@ def _tag_table(results: ComparisonResults, summary: Summary, plots: dict[str, st
     tagged = [r for r in summary.rows if r.tag_scores is not None]
     if not tagged:
         return []
-    lines = ["", "## BIO tags (entity level, seqeval strict IOB2, paragraph tokens, first annotator as gold)", "",
-             "| cell | precision | recall | F1 |", "|---|---|---|---|"]
+    lines = ["", "## BIO tags (entity level, seqeval strict IOB2, paragraph tokens)", "",
+             "Gold: the first annotator's spans as each run's tagger learns them (its `tag_mentions`): `every` adds every other "
+             "mention of their text, `annotated` keeps the spans as given, `ignored` leaves the other mentions' tokens out "
+             "of both sequences.", "", "| cell | precision | recall | F1 |", "|---|---|---|---|"]
     for r in tagged:
         t = r.tag_scores
         lines.append(f"| {r.cell} | {100 * t['precision']:.2f} | {100 * t['recall']:.2f} | {100 * t['f1']:.2f} |")

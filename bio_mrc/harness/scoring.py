@@ -84,7 +84,7 @@ def score_model(
     cells, predictions = [], {}
     for decoding in stage_bar(available_decodings(run.train.heads), "scoring", "decoding", progress):
         threshold = tuned.thresholds.get(threshold_key(decoding))
-        decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold, rules)
+        decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold, rules, run.train.features)
         predictions[decoding] = decoded.predictions
         cell = finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
