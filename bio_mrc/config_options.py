@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Collection, TypeVar
 
 from .config_schema import field_choices
+from .errors import ConfigError, argument
 
 T = TypeVar("T")
 _PASSED_THROUGH = ("help", "choices", "metavar", "type")  # "type": a field's own parser of the option's text
@@ -33,6 +35,19 @@ def _none_or(value_type: Any) -> Any:
     return parse
 
 
+class _NotFinite(str):
+    """A number option's text that reads as NaN or an infinity, kept as typed: :func:`config_from_args` refuses it
+    naming the flag and this text (``float`` would say ``nan`` for ``NaN`` and ``inf`` for ``Infinity``)."""
+
+
+def _number(text: str) -> float | _NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+_number.__name__ = "float"  # argparse names the type in its errors: "invalid float value: 'x'"
+
+
 def _value_type(annotation: Any) -> tuple[Any, int | None]:
     """``(type of one value, nargs)`` of a field: an Optional's inner type; a fixed-length tuple's length."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -44,8 +59,8 @@ def _value_type(annotation: Any) -> tuple[Any, int | None]:
         items = typing.get_args(annotation)
         if not items or Ellipsis in items or len(set(items)) != 1:
             raise TypeError(f"cannot make an option of {annotation} (a fixed-length tuple of one type)")
-        return items[0], len(items)
-    return annotation, None
+        return _number if items[0] is float else items[0], len(items)
+    return _number if annotation is float else annotation, None
 
 
 def _option_fields(cls: type, exclude: Collection[str]) -> list[tuple[dataclasses.Field, Any]]:
@@ -113,10 +128,18 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -
             values[field.name] = overrides.pop(field.name)
         elif hasattr(args, field.name):
             value = getattr(args, field.name)
+            _refuse_non_finite(field.name, value)
             values[field.name] = tuple(value) if isinstance(value, list) and _value_type(annotation)[1] else value
     if overrides:
         raise TypeError(f"{cls.__name__} has no fields {sorted(overrides)}")
     return cls(**values)
+
+
+def _refuse_non_finite(name: str, value: Any) -> None:
+    """One line naming the option and the text it was given where that reads as NaN or an infinity."""
+    typed = next((item for item in (value if isinstance(value, list) else [value]) if isinstance(item, _NotFinite)), None)
+    if typed is not None:
+        raise ConfigError(f"{argument(name)} must be a finite number, got {typed}")
 
 
 __all__ = ["add_config_options", "config_from_args", "options_given"]

@@ -100,15 +100,19 @@ def _key_path(path: Iterable[Any]) -> str:
 
 
 def schema_errors(instance: Any, schema: Mapping[str, Any]) -> list[str]:
-    """Every place ``instance`` breaks ``schema``, each as ``key.path: problem``, in document order."""
-    found = []
-    for error in sorted(Validator(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
+    """Every place ``instance`` breaks ``schema``, each as ``key.path: problem``, in document order; a NaN or an
+    infinity as ``key.path must be a finite number, got NaN``, spelt as JSON spells it, and no bound it breaks besides."""
+    non_finite = dict(_non_finite(instance, ()))
+    found = [(path, f"{_key_path(path)} must be a finite number, got {json_value(value)}") for path, value in non_finite.items()]
+    for error in Validator(schema).iter_errors(instance):
+        if tuple(error.absolute_path) in non_finite:
+            continue
         # a schema's own "problem" says in words what a pattern means
         message = f"{error.schema['problem']}; got {json_value(error.instance)}" if "problem" in error.schema else schema_message(error)
         if error.validator == "additionalProperties":
             message = _unknown_keys(error.instance, error.schema.get("properties", {}))
-        found.append(f"{_key_path(error.absolute_path) or 'top level'}: {message}")
-    return found + [f"{_key_path(path)}: {value!r} is not a finite number" for path, value in _non_finite(instance, ())]
+        found.append((tuple(error.absolute_path), f"{_key_path(error.absolute_path) or 'top level'}: {message}"))
+    return [line for _, line in sorted(found, key=lambda item: [str(part) for part in item[0]])]
 
 
 def schema_message(error: jsonschema.ValidationError) -> str:

@@ -10,7 +10,7 @@ import re
 import reprlib
 from typing import Any
 
-__all__ = ["LOOK", "decode_hint", "json_string", "json_value", "syntax_hint"]
+__all__ = ["LOOK", "decode_hint", "json_value", "syntax_hint"]
 
 _BLANK = " \t\n\r"  # JSON's whitespace
 LOOK = 1000  # characters read each side of the stop: a longer run of whitespace is read as no hint
@@ -36,12 +36,6 @@ def decode_hint(err: BaseException) -> str:
 
 
 _NOT_ASCII = re.compile(r"[^ -~]")  # json.dumps escapes ASCII's controls itself; each other character is looked at
-
-
-def json_string(text: str) -> str:
-    """``text`` as a JSON string, whole: ``json_value(text, whole=True)`` (a path or a pattern an error quotes is read
-    to be copied)."""
-    return _whole(text)
 
 
 def _whole(value: Any) -> str:
@@ -70,10 +64,10 @@ class _JsonRepr(reprlib.Repr):
 
     def repr_str(self, value: str, level: int) -> str:
         if len(value) <= self.maxstring:
-            return json_string(value)
+            return _whole(value)
         head = max(0, (self.maxstring - 3) // 2)
         tail = max(0, self.maxstring - 3 - head)
-        return json_string(value[:head])[:-1] + self.fillvalue + json_string(value[len(value) - tail :])[1:]
+        return _whole(value[:head])[:-1] + self.fillvalue + _whole(value[len(value) - tail :])[1:]
 
 
 _SHORT = _JsonRepr()  # keywords only from Python 3.12

@@ -387,6 +387,19 @@ def metaspace_tokenizer():
                                    sep_token="[SEP]")
 
 
+@pytest.fixture(scope="session")
+def metaspace_unnormalized_tokenizer(metaspace_tokenizer):
+    """The SentencePiece-style tokenizer without a normalizer: tabs, newlines and other Unicode spaces reach Metaspace,
+    which splits at " " alone, so its words hold them (``flows\\tnorth``)."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_str(metaspace_tokenizer.backend_tokenizer.to_str())
+    backend.normalizer = None
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
 def _unigram_pieces(metaspace_tokenizer, specials: list[str]) -> list[tuple[str, float]]:
     """The Unigram pieces and scores ``metaspace_tokenizer`` learned, ``specials`` first in their order."""
     pieces = json.loads(metaspace_tokenizer.backend_tokenizer.to_str())["model"]["vocab"]
@@ -482,8 +495,8 @@ def added_tokens_tokenizer(tiny_tokenizer):
 
 # Every tokenizer family above, by fixture name: the tests of where characters meet tokens (training targets, answers'
 # offsets) run on each.
-TOKENIZER_FAMILIES = ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer", "xlmr_style_tokenizer",
-                      "deberta_v2_style_tokenizer", "bpe_untrimmed_tokenizer", "bpe_prefix_space_tokenizer",
+TOKENIZER_FAMILIES = ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer", "metaspace_unnormalized_tokenizer",
+                      "xlmr_style_tokenizer", "deberta_v2_style_tokenizer", "bpe_untrimmed_tokenizer", "bpe_prefix_space_tokenizer",
                       "extra_tokens_tokenizer", "context_type_zero_tokenizer", "added_tokens_tokenizer"]
 
 

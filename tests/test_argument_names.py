@@ -113,6 +113,7 @@ def test_every_argument_a_message_builds_is_a_flag_of_the_command_line(argument_
     said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "hub"), "--encoder",
                        str(tiny_encoder_dir), "--hub-model-id", "me/m", "--hub-strategy", "end", "--hub-private-repo",
                        *WINDOW_FLAGS)
+    not_finite = cli_refusal(capsys, "predict", "--model", "m", "--data", "d.json", "--output", "p.json", "--bio-length-prior=-Infinity")
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(three_answers[0]), "--limit", "4",
                  "--only-predicted"]) == 0
     record = tmp_path / "preds.answers.run.json"  # a resumed stream names the option that differs from its record's
@@ -124,6 +125,7 @@ def test_every_argument_a_message_builds_is_a_flag_of_the_command_line(argument_
     reached = {(path, where) for _, path, where in argument_spy}
     assert sorted(built_argument_places() - reached) == []
     assert said == "error: --hub-model-id and --hub-strategy and --hub-private-repo need --push-to-hub"
+    assert not_finite == "error: --bio-length-prior must be a finite number, got -Infinity"
     assert "answers (--limit 4 --only-predicted)" in capsys.readouterr().err
 
 

@@ -37,7 +37,7 @@ def one_line_error(capsys) -> str:
 
 # --- absurd numbers in options ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, words", [("nan", "min_span_probability: nan is not a finite number"),
+@pytest.mark.parametrize("value, words", [("nan", "error: --min-span-probability must be a finite number, got nan"),
                                           ("2", "min_span_probability: 2.0 is greater than the maximum of 1.0")])
 def test_a_multi_span_threshold_out_of_range_is_refused_before_the_data_is_read(tmp_path, capsys, value, words):
     missing = tmp_path / "no-such-file.json"  # never read: the option is refused first
@@ -47,7 +47,9 @@ def test_a_multi_span_threshold_out_of_range_is_refused_before_the_data_is_read(
 
 @pytest.mark.parametrize("option, value, words", [
     ("--epochs", "1e308", "epochs: 1e+308 is greater than the maximum of 1000"),
-    ("--epochs", "nan", "epochs: nan is not a finite number"),
+    ("--epochs", "nan", "error: --epochs must be a finite number, got nan"),
+    ("--epochs", "Infinity", "error: --epochs must be a finite number, got Infinity"),  # not "greater than the maximum"
+    ("--learning-rate", "inf", "error: --learning-rate must be a finite number, got inf"),
     ("--batch-size", "100000", "batch_size: 100000 is greater than the maximum of 65536"),
     ("--weight-decay", "1e308", "weight_decay: 1e+308 is greater than the maximum of 1"),
     # a weight of 1e308 made the loss infinite, refused only once training had diverged
@@ -57,6 +59,15 @@ def test_a_multi_span_threshold_out_of_range_is_refused_before_the_data_is_read(
 def test_absurd_training_numbers_are_one_line_and_exit_2(tmp_path, capsys, option, value, words):
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), option, value]) == 2
     assert words in one_line_error(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("values, words", [(["0.2", "NaN", "0.7"], "error: --bio-prior must be a finite number, got NaN"),
+                                           (["1", "1", "Infinity"], "error: --bio-prior must be a finite number, got Infinity")])
+def test_a_non_finite_number_in_a_tuple_option_is_named_as_typed(tmp_path, capsys, values, words):
+    """The flag and the text as the command line gave it: float("NaN") would print as nan, and JSON spells neither."""
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--bio-prior", *values]) == 2
+    assert one_line_error(capsys) == words
     assert not (tmp_path / "out").exists()
 
 

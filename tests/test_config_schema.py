@@ -54,7 +54,9 @@ def test_every_committed_config_passes_a_stock_validator_of_the_published_schema
     ({"runs": [{"name": "j", "heads": "crf"}]}, 'runs[0].heads: "crf" is not one of ["span", "bio", "span+bio"]'),
     ({"defaults": {"batch_size": 0}}, "defaults.batch_size: 0 is less than the minimum of 1"),
     ({"runs": [{"name": "j", "doc_stride": -1}]}, "runs[0].doc_stride: -1 is less than the minimum of 0"),
-    ({"runs": [{"name": "a"}, {"name": "j", "epochs": math.nan}]}, "runs[1].epochs: nan is not a finite number"),
+    ({"runs": [{"name": "a"}, {"name": "j", "epochs": math.nan}]}, "runs[1].epochs must be a finite number, got NaN"),
+    ({"runs": [{"name": "j", "epochs": -math.inf}]}, "runs[0].epochs must be a finite number, got -Infinity"),
+    ({"decode": {"min_span_probability": math.inf}}, "decode.min_span_probability must be a finite number, got Infinity"),
     ({"runs": [{"name": "j", "epochs": 0}]}, "runs[0].epochs: 0 is less than or equal to the minimum of 0"),
     ({"runs": [{"name": "j", "epochs": -1}]}, "runs[0].epochs: -1 is less than or equal to the minimum of 0"),
     ({"defaults": {"learning_rate": "1e-4"}}, 'defaults.learning_rate: "1e-4" is not of type "number"'),
@@ -90,8 +92,32 @@ def test_a_config_file_error_names_the_file_and_the_key_and_the_cli_prints_one_l
     assert "runs[0].epochs" in err and "Traceback" not in err and not (tmp_path / "out").exists()
 
 
+def test_a_non_finite_number_in_a_config_file_is_one_line_as_json_spells_it(tmp_path, capsys):
+    """The reader refuses NaN and Infinity written out; 1e999 reads as an infinity. The line names the key path and
+    the value as JSON spells it, and no bound the value also breaks (``Infinity is greater than the maximum``)."""
+    path = tmp_path / "ablation.json"
+    path.write_text('{"train": {"path": "a.json"}, "eval": {"path": "b.json"}, "runs": [{"name": "j", "epochs": 1e999}], '
+                    '"defaults": {"learning_rate": -1e999}}')
+    assert main(["compare", "--config", str(path), "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: defaults.learning_rate must be a finite number, got -Infinity (and 1 more) (in {path})\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("make, line", [
+    (lambda: TrainConfig(epochs=math.inf), "TrainConfig: epochs must be a finite number, got Infinity"),
+    (lambda: TrainConfig(learning_rate=math.nan), "TrainConfig: learning_rate must be a finite number, got NaN"),
+    (lambda: TrainConfig(bio_prior=(0.2, -math.inf, 0.7)), "TrainConfig: bio_prior[1] must be a finite number, got -Infinity"),
+    (lambda: DecodeConfig(min_span_probability=np.float32("nan")), "DecodeConfig: min_span_probability must be a finite number, got NaN"),
+])
+def test_a_non_finite_number_from_python_is_named_as_json_spells_it(make, line):
+    with pytest.raises(ConfigError) as refused:
+        make()
+    assert str(refused.value) == line
+
+
 # What the loader refuses beyond the schema: a combination of keys, each message naming its key (or the cells).
-BEYOND_THE_SCHEMA = ("unknown cell(s)", "split.fractions sum to 1", "split.part is 0 to", "is not a finite number",
+BEYOND_THE_SCHEMA = ("unknown cell(s)", "split.fractions sum to 1", "split.part is 0 to", "must be a finite number",
                      "run names are unique", "run names differ beyond letter case", "a comparison needs a 'train' split", "would not train")
 
 
@@ -239,7 +265,7 @@ def test_the_dataclasses_take_numpy_floats_as_python_floats_that_json_can_write(
     decode = DecodeConfig(bio_length_prior=np.float32(1.5))
     assert type(decode.bio_length_prior) is float and decode.bio_length_prior == 1.5
     assert json.dumps(dataclasses.asdict(ServeConfig(max_wait_ms=np.float16(2.0))))
-    with pytest.raises(ConfigError, match="DecodeConfig: bio_length_prior: "):
+    with pytest.raises(ConfigError, match="DecodeConfig: bio_length_prior must be a finite number, got NaN"):
         DecodeConfig(bio_length_prior=np.float32(np.nan))
 
 

@@ -317,3 +317,30 @@ def test_overlapping_answer_parts_train_and_score_as_one_part():
     targets = bio_targets(words, tagged, example.answers, "marginal")
     assert targets[:, 0].tolist() == [TAG_B, TAG_I, TAG_I]
     assert multispan_gold_texts([example]) == {"q": ["Bob and Carl"]}
+
+
+# Unicode whitespace a normalizer may leave in place: tab, newline, ideographic space, no-break space, line separator.
+SPACED = "The river flows\tnorth to the\nsea and\u3000beyond\u00a0here\u2028now."
+
+
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_any_unicode_whitespace_ends_a_word(family, request):
+    """Metaspace splits at " " alone, so without a normalizer that maps them to spaces, a tab or newline sits inside
+    its words; every family's words end at each of them."""
+    from bio_mrc.features.words import context_words
+
+    tokenizer = request.getfixturevalue(family)
+    words = context_words(tokenizer, [SPACED])[0]
+    assert [SPACED[a:b] for a, b in words] == ["The", "river", "flows", "north", "to", "the", "sea", "and", "beyond", "here",
+                                               "now", "."]
+
+
+@pytest.mark.parametrize("family", ["metaspace_tokenizer", "metaspace_unnormalized_tokenizer", "deberta_v2_style_tokenizer"])
+@pytest.mark.parametrize("gold", ["flows", "sea", "and", "here"])
+def test_a_word_level_gold_stops_at_whitespace(family, gold, request):
+    """A gold that ends at a tab, a newline or another Unicode space decodes to itself, not to the run after it."""
+    tokenizer = request.getfixturevalue(family)
+    example = Example("t", "Where does it flow?", SPACED, answer(SPACED, gold))
+    outputs = gold_outputs(tokenizer, [example], FeatureConfig(64, 16, 16, "one-hot", "one-hot", "word"))
+    (prediction,) = decode_bio_predictions(outputs, [example], DecodeConfig())
+    assert prediction.answer == gold

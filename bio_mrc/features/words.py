@@ -81,7 +81,7 @@ def _as_arrays(offsets: list, word_ids: list) -> tuple[np.ndarray, np.ndarray]:
 
 def _word_spans(context: str, offsets: np.ndarray, ids: np.ndarray, punctuation_apart: bool) -> np.ndarray:
     """(W, 2) character spans of the words of one context from its tokens' ``offsets`` and word ``ids``, trimmed."""
-    ids = _unspaced_pieces_apart(context, offsets, ids)
+    ids = _unspaced_pieces_apart(context, offsets, _spaced_pieces_apart(context, offsets, ids))
     if punctuation_apart:
         ids = _punctuation_apart(context, offsets, ids)
     n_words = int(ids.max(initial=-1)) + 1
@@ -90,6 +90,35 @@ def _word_spans(context: str, offsets: np.ndarray, ids: np.ndarray, punctuation_
     np.maximum.at(spans[:, 1], ids, offsets[:, 1])
     stripped = np.stack(trimmed_spans([context], np.zeros(n_words, dtype=np.int64), spans[:, 0], spans[:, 1]), axis=1)
     return stripped[stripped[:, 0] < stripped[:, 1]]  # blank "words" (a zero-width space) carry no tag
+
+
+# Unicode whitespace (tab, newline, no-break and ideographic spaces, line separators): what ends a word in any family.
+_WHITESPACE = regex.compile(r"\p{White_Space}+")
+
+
+def _spaced_pieces_apart(context: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Word ids in which whitespace between two pieces of one word ends the word there. Metaspace splits at " " alone,
+    so where the normalizer leaves a tab, a newline or a no-break space in place, ``flows\\tnorth`` is one word, and a
+    tagger on words answers across it. A piece of whitespace alone stays where the tokenizer put it (and is trimmed);
+    a piece holding whitespace between other characters stays whole."""
+    if not len(ids):
+        return ids
+    spaces = _marked(_WHITESPACE, context)
+    solid = np.flatnonzero(~spaces)
+    if not len(solid):
+        return ids
+    counts = np.concatenate([[0], np.cumsum(spaces)])  # spaces before each place
+    # each piece's first character that is no space, and the place after its last one
+    first = np.concatenate([solid, [len(context)]])[np.searchsorted(solid, offsets[:, 0], side="left")]
+    end = np.concatenate([[0], solid + 1])[np.searchsorted(solid, offsets[:, 1], side="left")]
+    held = first < offsets[:, 1]  # the piece holds a character that is no space
+    places = np.arange(len(ids))
+    before = np.concatenate([[-1], np.maximum.accumulate(np.where(held, places, -1))[:-1]])  # the last such piece before
+    prior = np.maximum(before, 0)
+    starts = held & (before >= 0) & (ids[prior] == ids) & (counts[first] > counts[np.minimum(end[prior], first)])
+    starts[0] = True
+    starts[1:] |= ids[1:] != ids[:-1]
+    return np.cumsum(starts) - 1
 
 
 # Scripts written without spaces between words, whole (their extension blocks, 々 and 〇 are Han, hentaigana kana).

@@ -17,7 +17,7 @@ from ..data.article_splits import (distinct_questions, folds_of_distinct_questio
 from ..data.squad import read_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError, LimitPastDataWarning, argument  # noqa: F401 (the warning stays importable from here)
-from ..json_syntax import json_string, json_value
+from ..json_syntax import json_value
 from ..plurals import counted, number_form
 from ..question_fingerprint import question_hashes
 from ..types import Example
@@ -120,7 +120,7 @@ def check_data_dir(config: CompareConfig, data_dir: Path, source: str) -> None:
                *((f"runs[{n}].train_data (run {json_value(run.name)})", run.data) for n, run in enumerate(config.runs))]
     for key, spec in entries:
         if spec is not None and needs_data_dir(spec):
-            raise ConfigError(f"{key}: the path {json_string(spec.path)} is relative to the data directory {data_dir}, which is not "
+            raise ConfigError(f"{key}: the path {json_value(spec.path, whole=True)} is relative to the data directory {data_dir}, which is not "
                               f"found; pass {argument('data_dir')} or set BIO_MRC_DATA, or give the path in full (in {source})")
 
 

@@ -13,7 +13,7 @@ from typing import Callable, NamedTuple
 from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
-from ..json_syntax import json_string, json_value
+from ..json_syntax import json_value
 from ..io import sole_process_in
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
@@ -120,7 +120,7 @@ def resolve_init_from(init_from: str | None) -> str | None:
     complete = sorted(path for path in glob.glob(init_from) if load_run_record(path) is not None)
     if len(complete) != 1:
         found = f"{len(complete)} complete models ({', '.join(complete)})" if complete else "no complete model"
-        raise ConfigError(f"init_from {json_string(init_from)} must match exactly one trained model; it matches {found}. "
+        raise ConfigError(f"init_from {json_value(init_from, whole=True)} must match exactly one trained model; it matches {found}. "
                           "Run the comparison that trains it first (see its config's description)")
     return complete[0]
 
@@ -180,7 +180,7 @@ def check_not_from_itself(run: RunSpec, seeds: list[int], init_from: str, where:
     from is the one it trains (at its turn the pattern finds none complete; run again, the run's own model besides)."""
     for seed in seeds:
         if fnmatch.fnmatchcase(f"{run.name}-seed{seed}-{'0' * 12}", Path(init_from).name):  # any key: it is not known yet
-            raise ConfigError(f"{where}.init_from: {json_string(init_from)} matches this run's own model {run.name}-seed{seed}-...: a run "
+            raise ConfigError(f"{where}.init_from: {json_value(init_from, whole=True)} matches this run's own model {run.name}-seed{seed}-...: a run "
                               "cannot continue from itself; name an earlier run's models (e.g. models/NAME-seed42-*) or a trained "
                               "model's folder")
 
