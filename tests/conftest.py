@@ -253,22 +253,42 @@ def fresh_precision_choices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build) -> Path:
+    """``build(folder)``'s folder, made once a run: under pytest-xdist the workers share the run's temporary folder,
+    so the first builds it (under a file lock) and the others read it, instead of each training the same model."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # each worker's folder lies in the run's own
+    folder, done = root / name, root / f"{name}.built"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed part way
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer, H=32 random BERT saved with its tokenizer: loadable like any encoder."""
+    """A 2-layer, H=32 random BERT saved with its tokenizer: loadable like any encoder. One folder a run, as the models
+    trained from it (their records name its path)."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizer
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(_vocabulary())}, do_lower_case=True)
-    tokenizer.save_pretrained(str(folder))
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128,
-    )
-    BertModel(config).save_pretrained(str(folder))
-    return folder
+    def save(folder: Path) -> None:
+        tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(_vocabulary())}, do_lower_case=True)
+        tokenizer.save_pretrained(str(folder))
+        torch.manual_seed(0)
+        config = BertConfig(
+            vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=128,
+        )
+        BertModel(config).save_pretrained(str(folder))
+
+    return built_once(tmp_path_factory, "tiny-bert", save)
 
 
 WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
@@ -277,27 +297,31 @@ WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-leng
 @pytest.fixture(scope="session")
 def trained_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny joint model overfitted on the sample (it must learn to answer its own training questions), trained
-    once a session through the CLI and shared by every module: a test that writes into a model folder (``tune``,
+    once a run through the CLI and shared by every module: a test that writes into a model folder (``tune``,
     a broken weights file) copies it first."""
     from bio_mrc.cli import main
 
-    out = tmp_path_factory.mktemp("model")
-    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span+bio", "--epochs", "60", "--learning-rate", "3e-3", "--batch-size", "4", *WINDOW_ARGS])
-    assert code == 0
-    return forget_training_questions(out)
+    def train(out: Path) -> None:
+        code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                     "--heads", "span+bio", "--epochs", "60", "--learning-rate", "3e-3", "--batch-size", "4", *WINDOW_ARGS])
+        assert code == 0
+        forget_training_questions(out)
+
+    return built_once(tmp_path_factory, "model", train)
 
 
 @pytest.fixture(scope="session")
 def span_model(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny span-only model (one epoch: its answers are arbitrary, but fixed), trained once a session through the CLI
+    """A tiny span-only model (one epoch: its answers are arbitrary, but fixed), trained once a run through the CLI
     and shared by every module that only reads it, its run record without its training questions as ``trained_dir``'s."""
     from bio_mrc.cli import main
 
-    out = tmp_path_factory.mktemp("span-model")
-    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
-    return forget_training_questions(out)
+    def train(out: Path) -> None:
+        assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                     "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
+        forget_training_questions(out)
+
+    return built_once(tmp_path_factory, "span-model", train)
 
 
 @pytest.fixture(scope="session")

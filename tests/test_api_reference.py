@@ -63,6 +63,7 @@ def resolved(name: str) -> object:
     raise AssertionError(name)
 
 
+@pytest.mark.slow  # a fresh interpreter importing the whole package and torch
 def test_docs_api_md_is_what_the_generator_writes(generated):
     assert API.read_text(encoding="utf-8") == generated, "regenerate it: python tools/api_reference.py > docs/api.md"
 
@@ -85,6 +86,7 @@ def test_every_public_and_documented_name_imports_and_has_its_place_in_api_md():
     assert not missing, f"docs/api.md has no entry for {missing}"
 
 
+@pytest.mark.slow  # the generator's page, as above
 def test_every_name_and_public_method_in_api_md_has_a_docstring(generated):
     bare = [line for line in generated.splitlines() if "(no docstring)" in line]
     assert not bare, f"docs/api.md shows names without a docstring: {bare}"

@@ -38,9 +38,12 @@ def test_every_command_answers_help(command, capsys):
 
 def test_python_m_bio_mrc_is_the_command(monkeypatch, capsys):
     import runpy
+    import warnings
 
     monkeypatch.setattr(sys, "argv", ["bio_mrc", "--version"])
-    with pytest.raises(SystemExit) as exit:
+    monkeypatch.delitem(sys.modules, "bio_mrc.__main__", raising=False)  # another test may have imported it
+    with pytest.raises(SystemExit) as exit, warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # runpy's: the module was imported before it ran as __main__
         runpy.run_module("bio_mrc", run_name="__main__", alter_sys=False)
     assert exit.value.code == 0
     assert capsys.readouterr().out.strip() == "bio-mrc 0.1.0"

@@ -12,6 +12,7 @@ points to a file or folder of the repository, and to a heading of it where the l
 """
 
 import contextlib
+import functools
 import json
 import re
 import shlex
@@ -129,7 +130,8 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def anchors(page: Path) -> set[str]:
+@functools.cache  # a long page links to its own headings many times: its anchors read once
+def anchors(page: Path) -> frozenset[str]:
     seen: dict[str, int] = {}
     found = set()
     for line in FENCE.sub("", page.read_text(encoding="utf-8")).splitlines():
@@ -137,7 +139,7 @@ def anchors(page: Path) -> set[str]:
             base = slug(m.group(1))
             found.add(base if base not in seen else f"{base}-{seen[base]}")
             seen[base] = seen.get(base, 0) + 1
-    return found
+    return frozenset(found)
 
 
 def links(page: Path) -> list[str]:
