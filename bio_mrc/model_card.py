@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from . import registry
+from .errors import InputWarning
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
@@ -32,7 +33,7 @@ from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .model_folder import CARD_FILE, EXPORT_FILE, NOT_FITTED, special_floats
 from .plurals import counted, number_form
 
-__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
+__all__ = ["CARD_FILE", "EVAL_FILE", "ForeignCardWarning", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
            "remove_generated_card", "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
 
 RUN_RECORD_FILE = RUN_FILE
@@ -51,6 +52,11 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 # user and layout (a home folder, a temporary folder), which a card meant for the hub does not publish.
 _PART = r"[^\s/\\`'\"]+"
 LOCAL_PATH = re.compile(rf"(?<![^\s`'\"(\[=])(?:/|[A-Za-z]:[\\/])(?:{_PART}[/\\])*(?={_PART}[/\\]{_PART})")
+
+
+class ForeignCardWarning(InputWarning):
+    """A folder's ``README.md`` lacks the card's marker line, so bio_mrc did not write it: it is left as it is, and no
+    card is written over it."""
 
 
 def decodings_of(heads: str) -> list[str]:
@@ -135,7 +141,7 @@ def _write_card(folder: Path, text: str, target: Path | None = None) -> Path | N
     leaves a model without its card) holds a README.md written by hand (one without the card's marker line)."""
     card = (target or folder) / CARD_FILE
     if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
-        warnings.warn(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is", stacklevel=2)
+        warnings.warn(ForeignCardWarning(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is"), stacklevel=2)
         return None
     # a file name the locale could not decode (LC_ALL=C) holds surrogates: shown as \\udcNN, as Python's stderr does
     return atomic_write_bytes(folder / CARD_FILE, text.encode("utf-8", "backslashreplace"))

@@ -12,6 +12,7 @@ import pytest
 from bio_mrc import io
 from bio_mrc.cli import main
 from bio_mrc.errors import BioMrcError
+from bio_mrc.model_card import ForeignCardWarning
 
 from .conftest import SAMPLE_V1, hub_answering
 from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
@@ -428,7 +429,7 @@ def test_a_push_over_another_folder_uploads_the_model_alone(tiny_encoder_dir, sa
     (out / "README.md").write_text("# my project\n")
     config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
                          max_query_length=12, epochs=1, batch_size=4, seed=1)
-    with pytest.warns(UserWarning, match="README.md was not written by bio_mrc .*: left as it is"):
+    with pytest.warns(ForeignCardWarning, match="README.md was not written by bio_mrc .*: left as it is"):
         train_model(sample_v1.examples, config, out, save_checkpoints=False, overwrite=True,
                     network_args={"push_to_hub": True, "hub_model_id": "me/m"})
     assert [repo for repo, _ in uploads] == ["me/m"]

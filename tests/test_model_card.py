@@ -185,7 +185,7 @@ def test_a_hand_written_card_is_kept_and_a_replaced_models_scores_go(model_dir):
     model_card.clear_model_card(model_dir)  # training over the folder: the old model's card and scores go
     assert not (model_dir / "README.md").exists() and not (model_dir / model_card.EVAL_FILE).exists()
     (model_dir / "README.md").write_text("# my own card\n")
-    with pytest.warns(UserWarning, match="not written by bio_mrc"):
+    with pytest.warns(model_card.ForeignCardWarning, match="not written by bio_mrc"):
         assert model_card.write_model_card(model_dir) is None
     model_card.clear_model_card(model_dir)
     assert (model_dir / "README.md").read_text() == "# my own card\n"

@@ -21,8 +21,8 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import BioMrcError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.inference.onnx import (
-    DEFAULT_OPSET, EXPORT_FILE, ONNX_FILE, TOLERANCE, LogitsModule, OnnxModel, checked_differences, encoder_inputs, export_onnx,
-    random_inputs,
+    DEFAULT_OPSET, EXPORT_FILE, ONNX_FILE, TOLERANCE, ExporterFallbackWarning, LogitsModule, OnnxModel, checked_differences,
+    encoder_inputs, export_onnx, random_inputs,
 )
 from bio_mrc.model import BioMrcForQuestionAnswering
 
@@ -241,7 +241,7 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
         return export(*args, dynamo=dynamo, **kwargs)
 
     monkeypatch.setattr(torch.onnx, "export", dynamo_fails)
-    with pytest.warns(UserWarning, match="simulated dynamo failure"):
+    with pytest.warns(ExporterFallbackWarning, match="simulated dynamo failure"):
         record = export_onnx(trained_dir, tmp_path / "ts")
     assert record.exporter.endswith("(TorchScript)") and "simulated" in record.dynamo_error
     examples = sample_v1.examples[:3]

@@ -17,7 +17,7 @@ import uvicorn
 
 from bio_mrc.cli import build_parser
 from bio_mrc.config_options import config_from_args
-from bio_mrc.errors import ConfigError, InputWarning
+from bio_mrc.errors import ConfigError
 from bio_mrc.serving import connections, server
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.config import ServeConfig
@@ -284,7 +284,7 @@ def test_an_unchecked_uvicorn_runs_its_own_protocol_and_says_so(monkeypatch):
         settings = server.connection_settings(ServeConfig())
     assert settings["http"] == "h11" and settings["timeout_keep_alive"] == 5
     (warning,) = caught
-    assert warning.category is InputWarning and str(warning.message) == (
+    assert warning.category is connections.ConnectionBoundsOffWarning and str(warning.message) == (
         "head_timeout_s and max_connections are off: uvicorn 1.2.0 is not a version these bounds were checked on; a "
         "reverse proxy in front bounds slow and idle clients (nginx: client_header_timeout)")
 
@@ -331,7 +331,7 @@ def test_connections_past_the_hard_limit_lower_the_bound_with_a_warning(monkeypa
     """A hard limit of 1,024 files, 100 accepted at once, 128 of the server's own: 796 connections fit, not 1,000."""
     fake = FakeLimits(256, 1024)
     monkeypatch.setitem(__import__("sys").modules, "resource", fake)
-    with pytest.warns(InputWarning) as caught:
+    with pytest.warns(connections.ConnectionsLoweredWarning) as caught:
         assert connections.make_room_for(1000, 100) == 796
     assert fake.limits == (1024, 1024)
     assert [str(warning.message) for warning in caught] == [

@@ -383,11 +383,12 @@ def test_a_transformers_export_stopped_after_its_files_moved_in_has_its_card(tra
 
 def test_an_export_keeps_a_card_written_by_hand_in_its_folder(trained_dir, tmp_path):
     from bio_mrc.inference.conversion import export_qa_checkpoint
+    from bio_mrc.model_card import ForeignCardWarning
 
     used = tmp_path / "used"
     used.mkdir()
     (used / "README.md").write_text("my notes")
-    with pytest.warns(UserWarning, match="not written by bio_mrc"):
+    with pytest.warns(ForeignCardWarning, match="not written by bio_mrc"):
         export_qa_checkpoint(trained_dir, used, overwrite=True)
     assert (used / "README.md").read_text() == "my notes"
 

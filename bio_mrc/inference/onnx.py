@@ -34,7 +34,7 @@ import torch
 
 from .. import __version__
 from ..arguments import path_argument
-from ..errors import BioMrcError, ConfigError, argument
+from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..hub import check_name_given
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder, written_alone
@@ -126,6 +126,11 @@ def random_inputs(config: BioMrcConfig, names: Sequence[str], batch: int, length
     return {name: values[name] for name in names}
 
 
+class ExporterFallbackWarning(InputWarning):
+    """The dynamo ONNX exporter failed on the model, so the TorchScript exporter wrote the graph; the export's
+    ``dynamo_error`` keeps the reason."""
+
+
 def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path: Path, opset: int) -> dict[str, Any]:
     """``torch.onnx.export`` with dynamic batch and sequence axes: the dynamo exporter first (the
     supported one), the TorchScript exporter if it fails on this model (the reason is returned)."""
@@ -143,7 +148,8 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
         return {"exporter": "torch.onnx.export(dynamo=True)"}
     except Exception as err:  # noqa: BLE001 - any exporter failure falls back, and is recorded
         reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:500]
-        warnings.warn(f"the dynamo ONNX exporter failed ({reason}); using the TorchScript exporter", stacklevel=2)
+        warnings.warn(ExporterFallbackWarning(f"the dynamo ONNX exporter failed ({reason}); using the TorchScript exporter"),
+                      stacklevel=2)
     for leftover in path.parent.glob(f"{path.name}*"):
         remove_file(leftover, path.parent)
     axes = {name: {0: "batch", 1: "sequence"} for name in (*names, *outputs)}

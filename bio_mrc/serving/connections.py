@@ -37,6 +37,16 @@ _BYTEARRAY = re.compile(r"bytearray\((b'.*?'|b\".*?\")\)")  # h11 quotes bytes a
 OPEN_FILES_SPARE = 128  # descriptors beside the connections: the model's files, the helper's pipes, the log
 
 
+class ConnectionBoundsOffWarning(InputWarning):
+    """The installed uvicorn or h11 cannot take the head timeout and the connection bound (:func:`unsupported`): the
+    server runs uvicorn's own protocol without them."""
+
+
+class ConnectionsLoweredWarning(InputWarning):
+    """The open-file limit holds fewer connections than ``max_connections`` beside the ``backlog``: the bound is
+    lowered to fit."""
+
+
 def unsupported() -> str | None:
     """Why the installed uvicorn or h11 cannot take the bounds (a version outside those checked, or a protocol
     without what they build on), or None."""
@@ -270,5 +280,5 @@ def make_room_for(max_connections: int, backlog: int) -> int:
                           f"{argument('backlog')} or raise the limit")
     if held < max_connections:
         warnings.warn(f"{argument('max_connections', max_connections)} lowered to {held}: with {argument('backlog', backlog)} "
-                      f"that is what {most} open files hold (ulimit -n; at most {hard})", InputWarning, stacklevel=2)
+                      f"that is what {most} open files hold (ulimit -n; at most {hard})", ConnectionsLoweredWarning, stacklevel=2)
     return held

@@ -16,11 +16,11 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..errors import InputWarning, argument
+from ..errors import argument
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
 from .config import ServeConfig
-from .connections import bounded_protocol, make_room_for, unsupported
+from .connections import ConnectionBoundsOffWarning, bounded_protocol, make_room_for, unsupported
 from .listening import check_servable
 from .operator_log import tell_operator
 
@@ -103,7 +103,8 @@ def connection_settings(config: ServeConfig) -> dict[str, Any]:
     protocol = bounded_protocol(config.head_timeout_s, config.max_connections, config.request_timeout_s)
     if protocol is None:
         warnings.warn(f"{argument('head_timeout_s')} and {argument('max_connections')} are off: {unsupported()}; a reverse "
-                      "proxy in front bounds slow and idle clients (nginx: client_header_timeout)", InputWarning, stacklevel=2)
+                      "proxy in front bounds slow and idle clients (nginx: client_header_timeout)", ConnectionBoundsOffWarning,
+                      stacklevel=2)
     # No WebSockets ("ws": "none"): a handshake reaches the application as an HTTP request, refused there in JSON,
     # alike on every install (uvicorn hands it to a WebSocket library where one is installed, else answers it as HTTP).
     return {"http": protocol or "h11", "ws": "none", "timeout_keep_alive": config.keep_alive_s,
