@@ -151,22 +151,20 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     check_encoder_classes(encoder, folder)
     if onnx:
         check_onnx(folder, config)
-    else:
-        shapes = weight_shapes(folder)
-        if model_class is not None:
-            check_weights_fit(folder, shapes, expected_shapes(model_class, config, folder))
-    check_tokenizer(folder, encoder["vocab_size"], tokenizer_required)
+    elif model_class is not None:
+        check_weights_fit(folder, weight_shapes(folder), expected_shapes(model_class, config, folder))
     return config
 
 
 def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool = False,
                       read: dict[str, Any] | None = None) -> dict[str, Any]:
     """What :func:`check_model_folder` checks that needs neither torch nor transformers, so a command refuses it at once:
-    the files' kinds, ``config.json`` (a bio_mrc model's, its sizes and settings), the records, weights (not for
-    ``onnx``; their headers are read once the encoder's type is checked) and a tokenizer file where one is
-    ``tokenizer_required``. Returns the config."""
+    the files' kinds, ``config.json`` (a bio_mrc model's, its encoder's type named, its sizes and settings), the records,
+    the weights' safetensors headers (not for ``onnx``) and the tokenizer files (``tokenizer.json`` where one is
+    ``tokenizer_required``). Returns the config."""
     check_file_kinds(folder)
     config = read_config(folder, read)
+    check_model_type_named(config["encoder"], folder)
     encoder = check_plain_sizes(config, folder)
     check_settings(config, encoder, folder)
     check_records(folder)
@@ -174,7 +172,21 @@ def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool 
         check_weights_present(folder)
     if tokenizer_required and not (folder / TOKENIZER_FILE).is_file():
         raise fail(folder, TOKENIZER_FILE, TOKENIZER_MISSING)
+    if not onnx:
+        weight_shapes(folder)  # a cut-short or corrupt file, read from its header alone
+    check_tokenizer(folder, encoder["vocab_size"], tokenizer_required)
     return config
+
+
+def check_model_type_named(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
+    """The encoder's config names its ``model_type``, a string: transformers looks it up in its tables, and one missing
+    ends in ``Unrecognized model`` (or a guess from the folder's name). Whether transformers knows it needs its classes
+    (:func:`check_reads_both_ways`, :func:`bio_mrc.encoders.as_data`)."""
+    model_type = encoder.get("model_type")
+    if model_type is None:
+        raise fail(folder, "config.json", f"{where}model_type is missing: give the encoder's (\"bert\")")
+    if not isinstance(model_type, str):
+        raise fail(folder, "config.json", f"{where}model_type must be a string (\"bert\"), got {json_value(model_type)}")
 
 
 def check_encoder_classes(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
@@ -189,9 +201,10 @@ def check_loadable(folder: Path, name: str | Path, backend: str = "auto", precis
                    device: str | None = None) -> None:
     """What loading the model ``name`` (``bio_mrc.inference.TrainedModel.load``, with ``backend``, ``precision`` and
     ``device``) refuses in its ``folder`` before torch is imported, in its order: an ONNX export's precision and device,
-    then :func:`check_model_dir` and :func:`check_model_files`. Transformers' own extractive QA model is left to its
-    loading, whose checks build its classes."""
+    then :func:`check_model_dir` and :func:`check_model_files`; transformers' own extractive QA model, its files
+    (:func:`check_qa_files`), the rest left to its loading, whose checks build its classes."""
     if qa_architecture(folder) and backend != "onnx":
+        check_qa_files(folder)
         return
     onnx = model_backend(folder, backend) == "onnx"
     forward_precision(precision, onnx, str(name))
@@ -277,8 +290,10 @@ def qa_model_architecture(folder: Path, name: str | Path) -> str:
 
 def check_convertible(folder: Path, name: str | Path) -> str:
     """What a conversion (``bio-mrc convert``) refuses in the QA model ``folder`` (``name``: as given) before torch is
-    imported, in the conversion's words: no ``...ForQuestionAnswering`` class, no weights or no tokenizer of its own.
-    Returns the class."""
+    imported, in the conversion's words: a ``config.json`` that cannot be read, no ``...ForQuestionAnswering`` class,
+    and what :func:`check_qa_files` finds. Returns the class."""
+    check_file_kinds(folder)
+    read_json_object(folder, "config.json")  # missing or broken: named as such, not as a model of another kind
     architecture = qa_model_architecture(folder, name)
     check_qa_files(folder)
     return architecture
@@ -289,10 +304,17 @@ QA_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model
 
 
 def check_qa_files(folder: Path) -> None:
-    """A QA model folder holds the files a conversion reads: safetensors weights and a tokenizer of its own."""
+    """A QA model folder holds the files a conversion reads, checked without torch: a ``config.json`` naming its
+    ``model_type`` with sizes in bounds, safetensors weights whose headers parse, and a tokenizer of its own whose files
+    parse (``tokenizer.json``'s ids within ``vocab_size``)."""
+    config = special_floats(read_json_object(folder, "config.json"))
+    check_model_type_named(config, folder, where="")
+    check_plain_sizes({"encoder": config}, folder, where="")
     check_weights_present(folder)
     if not any((folder / name).is_file() for name in QA_TOKENIZER_FILES):
         raise ModelFormatError(f"no tokenizer ({', '.join(QA_TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
+    weight_shapes(folder)
+    check_tokenizer(folder, config.get("vocab_size", SIZE_LIMITS["vocab_size"]), required=False)
 
 
 # A tokenizer's vocabulary is read from one of these; without any, transformers builds a tokenizer of the special
@@ -344,10 +366,29 @@ def _non_finite_field(value: Any, where: str = "") -> str | None:
 
 
 def check_encoder_folder(folder: str | Path) -> None:
-    """An encoder folder (``train --encoder``, a comparison's ``encoder``) holds what a model is built from: a
-    ``config.json`` that parses, weights (``model.safetensors`` or its shards checked as a model's are; pickled
-    ``pytorch_model.bin`` or its shards read as tensors only, :mod:`bio_mrc.pickled_weights`), each tensor the encoder
-    builds there with its shape, and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
+    """An encoder folder (``train --encoder``, a comparison's ``encoder``) holds what a model is built from: the files
+    :func:`check_encoder_files` checks, an encoder transformers builds from its ``config.json`` that reads both ways, and
+    each tensor it builds saved with its shape (pickled ``pytorch_model.bin`` or its shards read as tensors only,
+    :mod:`bio_mrc.pickled_weights`)."""
+    folder = Path(folder)
+    config = check_encoder_files(folder)
+    _check_activation(config, folder, "")
+    _check_heads_divide(config, folder, "")
+    model = check_bidirectional(config, folder)
+    if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
+        file, shapes = SAFETENSORS_FILE, weight_shapes(folder)
+    else:
+        file, shapes = _pickled_weight_shapes(folder)
+    if model is not None:
+        _check_encoder_weights(folder, shapes, model, file)
+
+
+def check_encoder_files(folder: str | Path) -> dict[str, Any]:
+    """What :func:`check_encoder_folder` checks that needs neither torch nor transformers, so ``train`` refuses it at
+    once: a folder, a ``config.json`` object of an encoder (no trained bio_mrc model) naming its ``model_type``, its
+    sizes, weights (``model.safetensors`` or its shards, their headers read as a model's are; pickled weights present),
+    tokenizer files that parse, a tokenizer's vocabulary (:data:`VOCABULARY_FILES`) and ``tokenizer.json``'s ids within
+    ``vocab_size``. Returns the config."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise fail(folder, None, "is a file, not an encoder's folder (its config.json, weights and tokenizer files)")
@@ -356,21 +397,21 @@ def check_encoder_folder(folder: str | Path) -> None:
     if config.get("model_type") == BIO_MRC_MODEL_TYPE:  # its encoder is nested in it
         raise fail(folder, "config.json", f"a trained bio_mrc model, not an encoder: {argument('init_from')} continues "
                                           "it on its own encoder")
-    check_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
-    model = check_bidirectional(config, folder)
+    check_model_type_named(config, folder, where="")
+    check_plain_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
-        file, shapes = SAFETENSORS_FILE, weight_shapes(folder)
-    elif any((folder / name).is_file() for name in PICKLED_WEIGHTS):
-        file, shapes = _pickled_weight_shapes(folder)
-    else:
+        weight_shapes(folder)
+    elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
-    if model is not None:
-        _check_encoder_weights(folder, shapes, model, file)
+    for name in TOKENIZER_JSON_FILES:  # named here, not as the tokenizer's loading failing
+        if (folder / name).is_file():
+            read_json_object(folder, name)
     if not any(path.is_file() for pattern in VOCABULARY_FILES for path in folder.glob(pattern)):
         raise fail(folder, None, "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model "
                                  f"file): {_without_vocabulary(folder)}")
-    if (folder / TOKENIZER_FILE).is_file():
+    if (folder / TOKENIZER_FILE).is_file() and "vocab_size" in config:  # one left out takes its class's default
         _check_token_ids(folder, _read_tokenizer(folder), config["vocab_size"])
+    return config
 
 
 # What an encoder's config says when it is no bidirectional encoder: each window's question, context and no-answer

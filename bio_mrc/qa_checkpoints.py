@@ -24,7 +24,8 @@ from .errors import ConfigError, ModelFormatError
 from .json_syntax import json_value
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
 from .model_defaults import QA_WINDOWS, qa_windows, window_positions, windows_that_fit  # noqa: F401 (by name)
-from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_qa_files, check_sizes, check_tokenizer,
+from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_model_type_named,
+                           check_qa_files, check_sizes,
                            check_weights_fit, expected_shapes, qa_architecture, read_json_object, saved_config, weight_shapes)
 
 QA_LAYER = "qa_outputs"
@@ -43,14 +44,14 @@ def check_qa_folder(folder: Path) -> dict[str, Any]:
     decoder (GPT-2's QA model) or an encoder-decoder (T5's). Returns its config."""
     check_file_kinds(folder)
     config = read_json_object(folder, "config.json")
+    check_model_type_named(config, folder, where="")
     check_sizes({"encoder": config}, folder)
     check_bidirectional(config, folder)  # a GPT-2 or T5 QA model: its encoder reads no window as bio_mrc's do
     read = [weight_shapes(folder), expected_shapes(_qa_class(config, folder), config, folder)]
     found, expected = ({name: shape for name, shape in shapes.items() if not any(part in name for part in IGNORED_WEIGHTS)}
                        for shapes in read)
     check_weights_fit(folder, found, expected)
-    check_qa_files(folder)  # its weights read above; its tokenizer, as convert checks both before torch loads
-    check_tokenizer(folder, config["vocab_size"], required=False)
+    check_qa_files(folder)  # its tokenizer, as convert checks it before torch loads
     return config
 
 

@@ -203,8 +203,14 @@ def saved_model_files(folder: Path) -> Path:
     config = {"model_type": "bio_mrc", "heads": "span+bio", "encoder": {"model_type": "bert", "vocab_size": 8}}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     (folder / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # a header of no tensors
-    (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    (folder / "tokenizer.json").write_text(json.dumps(WORD_LEVEL_TOKENIZER), encoding="utf-8")
     return folder
+
+
+# The least tokenizer.json tokenizers reads: one word-level token, the unknown one.
+WORD_LEVEL_TOKENIZER = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+                        "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+                        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}
 
 
 def _vocabulary() -> list[str]:

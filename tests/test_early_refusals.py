@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SAMPLE_V1, saved_model_files, untrained_model_folder
+from .conftest import SAMPLE_V1, WORD_LEVEL_TOKENIZER, saved_model_files, untrained_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "datasets", "sklearn")
@@ -358,12 +358,15 @@ def test_training_refuses_windows_past_the_encoders_positions_in_the_same_words(
 
 
 def roberta_style_encoder(folder: Path) -> Path:
-    """An encoder folder of a config.json alone, of a family numbering positions after its padding id (1): 514 rows."""
+    """An encoder folder of a family numbering positions after its padding id (1): 514 rows; its other files what the
+    checks before torch read of them (weights of no tensors, a tokenizer of one token), none of it an encoder that loads."""
     folder.mkdir()
     config = {"model_type": "roberta", "architectures": ["RobertaModel"], "vocab_size": 50, "hidden_size": 16,
               "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 514,
               "pad_token_id": 1, "type_vocab_size": 1}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # a header of no tensors
+    (folder / "tokenizer.json").write_text(json.dumps(WORD_LEVEL_TOKENIZER), encoding="utf-8")
     return folder
 
 

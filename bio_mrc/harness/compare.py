@@ -122,8 +122,7 @@ def check_own_folders(output_dir: Path) -> None:
 def check_outside_models(config: CompareConfig, output_dir: Path) -> None:
     """Before any work: the output folder lies in no run's encoder or ``init_from`` folder (a model being read, which
     training there would refuse only once that run's turn came, after the runs before it had trained)."""
-    sources = [folder for run in config.runs for folder in (run.train.encoder, run.train.init_from) if folder]
-    check_outputs_apart([output_dir], model_dirs=sources)
+    check_outputs_apart([output_dir], model_dirs=config.model_folders())
 
 
 def check_prediction_files(config: CompareConfig, output_dir: Path) -> None:

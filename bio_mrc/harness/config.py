@@ -236,6 +236,10 @@ class CompareConfig:
         """The seeds a run trains with: its own, else the comparison's."""
         return list(run.seeds) if run.seeds else self.seeds
 
+    def model_folders(self) -> list[str]:
+        """The folders (or hub ids) the runs read a model from: each run's encoder and the model ``init_from`` continues."""
+        return [folder for run in self.runs for folder in (run.train.encoder, run.train.init_from) if folder]
+
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON, as ``report.json`` keeps it and ``parse_config`` reads it back."""
         saved = {
