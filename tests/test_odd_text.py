@@ -534,6 +534,30 @@ def test_no_token_starts_or_ends_inside_a_user_perceived_character(default_token
 
 
 @pytest.mark.parametrize("tag_level", ["word", "subword"])
+def test_an_empty_token_inside_a_user_perceived_character_stands_at_its_start(tiny_bpe_tokenizer, tag_level):
+    """A skin tone after a space is one user-perceived character with it: " 🏻" of "a 🏻 b" (1-3). Byte-level BPE with
+    trimmed offsets gives the space a token of no characters at 2, inside it, and the tone's four byte tokens 2-3 (1-3
+    once whole): an answer from the empty token to the tone's was "🏻" (2-3), half of the character. The empty token
+    stands at the character's start, so every answer holds it whole."""
+    context = "a \U0001F3FB b"
+    (row,) = build_features([Example("g", "q", context)], tiny_bpe_tokenizer, level_config(tag_level), with_targets=False)
+    in_context = np.asarray(row["paragraph_mask"], dtype=bool)
+    assert np.asarray(row["offset_mapping"])[in_context].tolist() == [[0, 1], [1, 1], *[[1, 3]] * 4, [4, 4], [4, 5]]
+    first = int(np.flatnonzero(in_context)[0])
+    start, end = np.full((1, len(in_context)), -PEAK), np.full((1, len(in_context)), -PEAK)
+    start[0, first + 1] = end[0, first + 5] = PEAK  # the empty token to the tone's last byte
+    tagged = [k for k in range(first + 1, first + 6) if row["tag_mask"][k]]  # the character's tokens that carry a tag
+    bio = np.log(np.full((1, len(in_context), 3), [0.05, 0.05, 0.9]))
+    bio[0, tagged] = np.log([[0.9, 0.05, 0.05], *[[0.05, 0.9, 0.05]] * (len(tagged) - 1)])
+    outputs = WindowOutputs(np.zeros(1, dtype=np.int64), np.asarray(row["offset_mapping"])[None], in_context[None],
+                            start_logits=start, end_logits=end, bio_logits=bio,
+                            word_offsets=np.asarray(row["word_offsets"])[None], tag_mask=np.asarray(row["tag_mask"], bool)[None])
+    for decoding in registry.decoding_names():
+        best = decode(outputs, [Example("g", "q", context)], decoding, DECODE)[0].spans[0]
+        assert (best.start, best.end, best.text) == (1, 3, " \U0001F3FB"), decoding
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
 def test_the_text_of_a_special_token_is_read_as_written(default_tokenizer, tiny_bpe_tokenizer, tag_level):
     """A document about tokenizers holds "[SEP]" or "</s>": the window read it as the separator itself, so the
     model saw a question and context cut in other places than the window's own (and "[PAD]" as padding)."""

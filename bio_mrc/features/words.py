@@ -287,13 +287,17 @@ def grapheme_bounds(contexts: Sequence[str]) -> list[np.ndarray | None]:
 def snap_to_graphemes(offsets: np.ndarray, bounds: np.ndarray | None) -> np.ndarray:
     """Token offsets widened to whole user-perceived characters: a token that starts or ends inside one
     (a combining mark, a Hangul jamo or an emoji of a ZWJ sequence a token of its own) holds all of it, as
-    byte-level BPE's tokens of one character all hold that character, so no answer splits it."""
+    byte-level BPE's tokens of one character all hold that character, so no answer splits it. A token of no
+    characters inside one (byte-level BPE's trimmed space before a skin tone) stands at its start: an answer from it
+    starts there."""
     if bounds is None or not len(offsets):
         return offsets
-    real = (offsets[:, 0] >= 0) & (offsets[:, 1] > offsets[:, 0])
+    placed = (offsets[:, 0] >= 0) & (offsets[:, 1] >= offsets[:, 0])
+    real = placed & (offsets[:, 1] > offsets[:, 0])
     snapped = offsets.copy()
-    snapped[real, 0] = bounds[np.searchsorted(bounds, offsets[real, 0], side="right") - 1]
+    snapped[placed, 0] = bounds[np.searchsorted(bounds, offsets[placed, 0], side="right") - 1]
     snapped[real, 1] = bounds[np.minimum(np.searchsorted(bounds, offsets[real, 1], side="left"), len(bounds) - 1)]
+    snapped[placed & ~real, 1] = snapped[placed & ~real, 0]
     return snapped
 
 
