@@ -180,7 +180,7 @@ def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool 
 
 def check_model_type_named(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
     """The encoder's config names its ``model_type``, a string: transformers looks it up in its tables, and one missing
-    ends in ``Unrecognized model`` (or a guess from the folder's name). Whether transformers knows it needs its classes
+    ends in ``Unrecognized model``. Whether transformers knows it needs its classes
     (:func:`check_reads_both_ways`, :func:`bio_mrc.encoders.as_data`)."""
     model_type = encoder.get("model_type")
     if model_type is None:

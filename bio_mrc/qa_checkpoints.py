@@ -45,7 +45,7 @@ def check_qa_folder(folder: Path) -> dict[str, Any]:
     check_file_kinds(folder)
     config = read_json_object(folder, "config.json")
     check_model_type_named(config, folder, where="")
-    check_sizes({"encoder": config}, folder)
+    check_sizes({"encoder": config}, folder, where="")  # the file is the encoder's config, as convert names it
     check_bidirectional(config, folder)  # a GPT-2 or T5 QA model: its encoder reads no window as bio_mrc's do
     read = [weight_shapes(folder), expected_shapes(_qa_class(config, folder), config, folder)]
     found, expected = ({name: shape for name, shape in shapes.items() if not any(part in name for part in IGNORED_WEIGHTS)}

@@ -30,10 +30,15 @@ def cut_tokenizer(folder: Path) -> None:
     (folder / "tokenizer.json").write_text(text[: len(text) // 2], encoding="utf-8")
 
 
-def without_model_type(folder: Path) -> None:
+def edit_encoder_config(folder: Path, edit) -> None:
+    """``edit`` the encoder's config: the file itself, or a bio_mrc model's ``encoder`` object in it."""
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    (config["encoder"] if config.get("model_type") == "bio_mrc" else config).pop("model_type")
+    edit(config["encoder"] if config.get("model_type") == "bio_mrc" else config)
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def without_model_type(folder: Path) -> None:
+    edit_encoder_config(folder, lambda encoder: encoder.pop("model_type"))
 
 
 # Each way a folder is broken, and what its refusal says (the folder appended).
@@ -42,6 +47,7 @@ BREAKS = {
     "corrupt-header": corrupt_header,
     "cut-tokenizer": cut_tokenizer,
     "no-model-type": without_model_type,
+    "size-not-integer": lambda folder: edit_encoder_config(folder, lambda encoder: encoder.update(hidden_size="x")),
     "config-not-json": lambda folder: (folder / "config.json").write_text("{oops", encoding="utf-8"),
     "tokenizer-config-not-json": lambda folder: (folder / "tokenizer_config.json").write_text("{oops", encoding="utf-8"),
 }
@@ -51,6 +57,7 @@ SAID = {
     "corrupt-header": "model.safetensors: its header is not valid JSON (a corrupt file?)",
     "cut-tokenizer": "tokenizer.json: not a tokenizer file tokenizers can read (a truncated or corrupt file?): ",
     "no-model-type": "config.json: {where}model_type is missing: give the encoder's (\"bert\")",
+    "size-not-integer": "config.json: {where}hidden_size must be an integer in [1, 16,384], got \"x\"",
     "config-not-json": f"config.json: {NOT_JSON}",
     "tokenizer-config-not-json": f"tokenizer_config.json: {NOT_JSON}",
 }

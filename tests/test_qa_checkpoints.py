@@ -406,7 +406,7 @@ def _tokenizer_past_the_vocabulary(folder: Path) -> None:
 @pytest.mark.parametrize("spoil, message", [
     (lambda folder: (folder / "config.json").write_text(json.dumps(
         {**json.loads((folder / "config.json").read_text()), "num_hidden_layers": 10**9})),
-     r"config.json: encoder.num_hidden_layers must be an integer in \[1, "),
+     r"config.json: num_hidden_layers must be an integer in \[1, "),
     (lambda folder: (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:100]),
      r"model.safetensors: "),
     (lambda folder: (folder / "config.json").write_text("{"), r"config.json: not valid JSON"),

@@ -180,6 +180,19 @@ def check_model_at_hand(name: str, revision: str | None, check: Callable[[Path],
             check(folder)
 
 
+def check_starting_point(init_from: str | None, encoder: str | None, revision: str | None) -> None:
+    """What training starts from, checked from its files before torch loads: the model ``init_from`` continues, as
+    training checks it (its tokenizer is read from its encoder's files, not required), else the folder of ``encoder``
+    (a hub id's where the cache has it; the package's default encoder where it resolves)."""
+    from ..encoders import is_default_encoder
+    from ..model_folder import check_encoder_files, check_model_files
+
+    if init_from:
+        check_model_at_hand(init_from, revision, lambda folder: check_model_files(folder, tokenizer_required=False))
+    elif not is_default_encoder(encoder):
+        check_model_at_hand(encoder, revision, check_encoder_files, what="encoder")
+
+
 def check_revision_of_folder(args: argparse.Namespace) -> None:
     """``--revision`` with a local folder for the model (train: ``--init-from``, else ``--encoder``) refused before any
     work, as the loader refuses it; a hub id's revision is read, or found missing, when the model loads."""

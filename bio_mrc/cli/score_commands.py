@@ -18,7 +18,7 @@ from ..metrics.stats import BOOTSTRAP_RESAMPLES
 from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
-from .options import FLAGS, check_model_at_hand
+from .options import FLAGS, check_starting_point
 
 
 @contextlib.contextmanager
@@ -111,24 +111,17 @@ def _evaluate_against_baseline(args: argparse.Namespace) -> int:
 def _check_starting_points(config, names: list[str]) -> None:
     """Each run's encoder folder (or the model it continues from) where it is at hand, refused before torch loads in the
     words of the comparison's own check once it has (``runs[2].encoder: ...``; ``names``: the config's runs, by which
-    they are numbered); a glob ``init_from`` is matched when its run's turn comes."""
-    from ..encoders import is_default_encoder
-    from ..model_folder import check_encoder_files, check_model_files
-
-    def model_checks(folder: Path) -> object:
-        return check_model_files(folder, tokenizer_required=False)
-
+    they are numbered); a glob ``init_from`` is left to that check."""
     checked = set()
     for run in config.runs:
         train = run.train
-        key, name = ("init_from", train.init_from) if train.init_from else ("encoder", train.encoder)
-        source = (key, name, train.revision if train.init_from else train.encoder_revision)
-        if source in checked or (train.init_from and glob.has_magic(train.init_from)) or is_default_encoder(name):
+        key = "init_from" if train.init_from else "encoder"
+        source = (train.init_from, train.revision) if train.init_from else (train.encoder, train.encoder_revision)
+        if source in checked or (train.init_from and glob.has_magic(train.init_from)):
             continue
         checked.add(source)
         try:
-            check_model_at_hand(name, source[2], model_checks if train.init_from else check_encoder_files,
-                                "model folder" if train.init_from else "encoder")
+            check_starting_point(train.init_from, train.encoder, source[1])
         except (ConfigError, ModelFormatError) as err:
             raise ConfigError(f"runs[{names.index(run.name)}].{key}: {err}") from None
 

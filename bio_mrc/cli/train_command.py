@@ -14,13 +14,11 @@ from .. import registry
 from ..arguments import first_questions
 from ..errors import ConfigError
 from ..config_options import options_given
-from ..encoders import is_default_encoder
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, written_alone
 from ..launcher import launcher_number
-from ..model_folder import check_encoder_files, check_model_files
 from ..plurals import counted
 from .command_data import check_data_found, format_task, load_task_data
-from .options import check_model_at_hand, network_args, train_config
+from .options import check_starting_point, network_args, train_config
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -35,19 +33,9 @@ def cmd_train(args: argparse.Namespace) -> int:
                           "run record and model card as the encoder); give one of the two")
     for path in (args.train, args.eval):  # a missing file: before the options are checked against the encoder
         check_data_found(path, format_task(args))
-    _check_starting_point(args)
+    check_starting_point(args.init_from, args.encoder, args.revision)  # before torch loads
     with _training_alone(Path(args.output_dir)):
         return _train_into(args)
-
-
-def _check_starting_point(args: argparse.Namespace) -> None:
-    """The model ``--init-from`` continues, checked as training checks it (its tokenizer is read from its encoder's
-    files, not required), or the folder of ``--encoder`` (a hub id's: where the cache has it; offline, refused where it
-    lacks it): what needs no torch is refused before torch loads."""
-    if args.init_from:
-        check_model_at_hand(args.init_from, args.revision, lambda folder: check_model_files(folder, tokenizer_required=False))
-    elif not is_default_encoder(args.encoder):
-        check_model_at_hand(args.encoder, args.revision, check_encoder_files, what="encoder")
 
 
 @contextlib.contextmanager
