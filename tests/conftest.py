@@ -22,6 +22,7 @@ import string
 import subprocess
 import sys
 import tempfile
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,10 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_V1 = FIXTURES / "sample_squad_v1.json"
+
+# The onnx extra's test modules are skipped without it, which is looked for, not imported: every worker imports every
+# test module, and onnx and onnxruntime take seconds to import for the few tests that use them.
+NEEDS_ONNX_EXTRA = pytest.mark.skipif(not all(map(find_spec, ("onnx", "onnxruntime"))), reason="needs the onnx extra: pip install 'bio_mrc[onnx]'")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

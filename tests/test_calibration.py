@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
 
 from bio_mrc.inference.calibrators import answer_is_right, calibrate, calibrated_probability, fit_calibrator, raw_confidence
 from bio_mrc.metrics.calibration_error import expected_calibration_error, reliability_bins
@@ -37,6 +36,8 @@ def test_ece_is_zero_for_perfect_calibration_and_refuses_non_probabilities():
 
 
 def test_the_saved_calibrator_is_beta_calibration():
+    from sklearn.linear_model import LogisticRegression  # here: every worker imports this module, few fit a calibrator
+
     rng = np.random.default_rng(0)
     raw = rng.random(400)
     right = (rng.random(400) < raw**3).astype(float)  # overconfident raw scores

@@ -26,10 +26,9 @@ from bio_mrc.inference.onnx import (
 )
 from bio_mrc.model import BioMrcForQuestionAnswering
 
-from .conftest import SAMPLE_V1
+from .conftest import NEEDS_ONNX_EXTRA, SAMPLE_V1
 
-pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
+pytestmark = NEEDS_ONNX_EXTRA
 
 ATOL = 1e-4
 

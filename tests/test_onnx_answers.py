@@ -23,10 +23,10 @@ from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.model_folder import EXPORT_FILE, ONNX_FILE
 
+from .conftest import NEEDS_ONNX_EXTRA
 from .test_unicode_offsets import QUESTION, hostile_contexts
 
-onnx = pytest.importorskip("onnx")
-onnxruntime = pytest.importorskip("onnxruntime")
+pytestmark = NEEDS_ONNX_EXTRA
 
 SCORE_TOLERANCE = 1e-4
 DECODINGS = ("span", "bio", "joint")
@@ -37,6 +37,7 @@ CONTEXT = "The letters were written by Ada Lovelace in 1843."
 def hand_made_export(trained_dir, folder, dims=("batch", "sequence"), opset=18):
     """A folder of an export's files whose ``model.onnx`` has the export's signature (input dims ``dims``, at ``opset``)
     and scores each token by its id."""
+    import onnx
     from onnx import TensorProto, helper
 
     folder.mkdir()
@@ -84,6 +85,8 @@ def test_a_graph_of_fixed_window_shape_is_refused_before_a_session_opens(trained
 
 def test_a_graph_at_an_opset_onnx_runtime_does_not_run_is_one_line(trained_dir, tmp_path, capsys):
     """An export made where onnx knows a newer opset than the ONNX Runtime that runs it: ONNX Runtime's traceback."""
+    import onnxruntime
+
     folder = hand_made_export(trained_dir, tmp_path / "newer", opset=99)
     start = (f"{ONNX_FILE}: ONNX Runtime {onnxruntime.__version__} cannot run its graph (opset 99): export the PyTorch "
              "model again at an opset it runs (")
