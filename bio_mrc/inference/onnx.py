@@ -204,14 +204,14 @@ def export_onnx(
     path_argument(model_dir, "model_dir", "export_onnx")
     path_argument(output_dir, "output_dir", "export_onnx")
     check_name_given(model_dir)  # before Path reads "" as the current folder
-    for module in ("onnx", "onnxruntime"):
-        require(module, "ONNX export")
     check_export_options(opset, atol)
     model_dir, output_dir = Path(model_dir), check_library_path(output_dir)
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     check_pytorch_model(model_dir, revision)
+    for module in ("onnx", "onnxruntime"):  # after the arguments' checks: importing them takes a second
+        require(module, "ONNX export")
     with written_alone(output_dir):  # before any work, until the marker is written
         trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
