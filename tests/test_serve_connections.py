@@ -397,3 +397,18 @@ def test_serve_names_the_flags_of_a_backlog_the_hard_limit_cannot_hold(monkeypat
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: --max-connections 1000 and --backlog 1000 need about 2128 open files, and this process may open 1024 "
         "(ulimit -n; at most 1024): lower --backlog or raise the limit")
+
+
+def test_a_client_still_writing_after_its_408_reads_the_refusal(extractor, operator_lines):  # noqa: F811
+    """A client that keeps sending header lines for a second past its head's time, reading nothing meanwhile, then
+    reads: the 408 is there, then the connection's end. Closed at once, the server's kernel answers those lines with a
+    reset, which discards the refusal unread."""
+    with serving(extractor, head_timeout_s=0.3, keep_alive_s=60) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(b"POST /answer HTTP/1.1\r\nHost: localhost\r\n")
+        for line in range(20):
+            time.sleep(0.05)
+            sock.sendall(b"x-slow-%d: 1\r\n" % line)
+        data, _ = read_until_closed(sock)
+    status, body = refusal(data)
+    assert status == 408 and body["detail"].startswith("the request line and headers were not all sent within 0.3 s")
+    assert len(operator_lines) == 1

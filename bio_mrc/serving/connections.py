@@ -12,7 +12,11 @@
   plain text), and one whose answer has begun is closed (uvicorn's 400 after it raises a traceback in the log);
 * a client that half-closes its connection once its request is sent (``shutdown(SHUT_WR)``, as netcat and some
   proxies do) gets its answer, then the connection closes: uvicorn closed it as soon as it read the client's end, and
-  the request was answered to nobody.
+  the request was answered to nobody;
+* a connection refused with a 408 or a 4xx for what it sent is closed as HTTP servers close one (a lingering close):
+  the refusal, the end of the server's side, then what the client still sends is read and dropped until it ends its
+  side or ``LINGER_S`` pass. Closed at once with the client's bytes still arriving, the kernel resets the connection,
+  and the reset can discard the refusal before the client reads it.
 
 All build on uvicorn's ``H11Protocol`` beyond its settings, so they are used only on the uvicorn and h11 versions
 checked here (:func:`unsupported`); on any other the server runs uvicorn's own protocol and says so in its log.
@@ -28,6 +32,8 @@ from typing import Any
 
 from ..errors import ConfigError, InputWarning, argument
 from .operator_log import tell_operator
+
+LINGER_S = 2.0  # how long a refused connection drains what its client still sends before it closes
 
 # The versions whose H11Protocol this subclasses as it is: [from, before).
 UVICORN_VERSIONS = ((0, 29), (1, 0))
@@ -83,7 +89,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
 
     ExplainedConnection = explained_connection()
 
-    class BoundedH11Protocol(HeadTimeout, ReadTimeout, HalfClose, H11Protocol):
+    class BoundedH11Protocol(LingeringClose, HeadTimeout, ReadTimeout, HalfClose, H11Protocol):
         max_connections: int
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -147,8 +153,34 @@ class HeadTimeout:
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             tell_operator("head", f"a connection did not send a request's line and headers within "
                                   f"{self.head_timeout_s:g} s (--head-timeout-s): answered 408 and closed")
-            close_with(self.transport, 408, f"the request line and headers were not all sent within "
-                                            f"{self.head_timeout_s:g} s: send them at once")
+            self.refuse(408, f"the request line and headers were not all sent within {self.head_timeout_s:g} s: "
+                             "send them at once")
+
+
+class LingeringClose:
+    """The part of :func:`bounded_protocol`'s protocol that refuses a connection and closes it lingering: the refusal,
+    then the end of the server's side (its client reads the answer, then the end), then what the client still sends
+    dropped until it ends its own side or :data:`LINGER_S` pass."""
+
+    lingering = False
+
+    def refuse(self, status: int, detail: str, location: str = "connection") -> None:
+        self.stop_head_timer()
+        write_refusal(self.transport, status, detail, location=location)
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.lingering = True
+        self.transport.write_eof()
+        self.loop.call_later(LINGER_S, self.transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.lingering:
+            super().data_received(data)
+
+    def eof_received(self) -> bool | None:
+        """The client has ended its side: a lingering connection closes now (asyncio closes it on a false return)."""
+        return False if self.lingering else super().eof_received()
 
 
 class HalfClose:
@@ -232,7 +264,7 @@ def refuse_unreadable(protocol: Any) -> None:
         protocol.transport.close()
         return
     status, detail = unreadable_request(protocol.conn.refusal, protocol.max_head_bytes)
-    close_with(protocol.transport, status, detail, location="request")
+    protocol.refuse(status, detail, location="request")
 
 
 def unreadable_request(error: Exception | None, max_head_bytes: int) -> tuple[int, str]:
@@ -245,13 +277,19 @@ def unreadable_request(error: Exception | None, max_head_bytes: int) -> tuple[in
     return status, f"not a valid HTTP/1.1 request: {reason}"
 
 
-def close_with(transport: Any, status: int, detail: str, headers: bytes = b"", location: str = "connection") -> None:
-    """Answer ``status`` with the JSON every refusal has, then close: written as bytes, since h11 answers only a
-    request it has read."""
+def write_refusal(transport: Any, status: int, detail: str, headers: bytes = b"", location: str = "connection") -> None:
+    """Answer ``status`` with the JSON every refusal has: written as bytes, since h11 answers only a request it has
+    read."""
     body = json.dumps({"detail": detail, "problems": [{"location": location, "message": detail}]}).encode()
     reason = http.HTTPStatus(status).phrase.encode()
     transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n"
                     % (status, reason, len(body)) + headers + b"\r\n" + body)
+
+
+def close_with(transport: Any, status: int, detail: str, headers: bytes = b"", location: str = "connection") -> None:
+    """Answer ``status`` and close at once: a connection past ``max_connections``, which must not hold its socket
+    longer (a lingering close would keep the descriptors the bound protects)."""
+    write_refusal(transport, status, detail, headers, location)
     transport.close()
 
 
