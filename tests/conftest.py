@@ -242,6 +242,18 @@ def shown_bars(monkeypatch):
     return closed
 
 
+@pytest.fixture(scope="module")
+def quiet_progress_bars():
+    """Many small ``build_features`` calls in a module: no progress bar for each."""
+    import datasets
+
+    was_disabled = datasets.is_progress_bar_enabled() is False
+    datasets.disable_progress_bars()
+    yield
+    if not was_disabled:
+        datasets.enable_progress_bars()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
     """``precision: auto``'s measurements go to a folder of this session, not the user's cache (subprocesses inherit it)."""

@@ -92,16 +92,7 @@ contexts, long_contexts = context_texts(1), context_texts(4)
 questions = st.lists(pieces, min_size=1, max_size=5).map(" ".join)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def quiet_progress_bars():
-    """Hundreds of one-example ``build_features`` calls: no progress bar for each."""
-    import datasets
-
-    was_disabled = datasets.is_progress_bar_enabled() is False
-    datasets.disable_progress_bars()
-    yield
-    if not was_disabled:
-        datasets.enable_progress_bars()
+pytestmark = pytest.mark.usefixtures("quiet_progress_bars")  # hundreds of one-example build_features calls
 
 
 @pytest.fixture(scope="session")

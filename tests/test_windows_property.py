@@ -126,18 +126,6 @@ def llama_style_tokenizer(metaspace_tokenizer):
     return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="[CLS]", pad_token="<pad>", unk_token="<unk>")
 
 
-@pytest.fixture(scope="module")
-def quiet_progress_bars():
-    """Many small ``build_features`` calls: no progress bar for each."""
-    import datasets
-
-    was_disabled = datasets.is_progress_bar_enabled() is False
-    datasets.disable_progress_bars()
-    yield
-    if not was_disabled:
-        datasets.enable_progress_bars()
-
-
 # The shared families and three layouts beside them.
 FAMILIES = [*TOKENIZER_FAMILIES, "t5_style_tokenizer", "gpt2_style_tokenizer", "llama_style_tokenizer"]
 
