@@ -5,7 +5,8 @@ Two tiers. ``python -m pytest -q`` runs the fast tier; ``python -m pytest -q --r
 takes more than about 3 s on 2 cores alone, not counting a shared fixture it reuses: it starts Python or
 the CLI in a subprocess (a benchmark script, torchrun, pip), drives a browser, reads the real data in
 ``../shared/data``, or trains a model of its own beyond the tiny shared ones. Prefer making it cheap
-(a module- or session-scoped fixture shared with its neighbours) to marking it. A slow test named by
+(a module- or session-scoped fixture shared with its neighbours) to marking it. A test run over every tokenizer
+family runs three of them in the fast tier and the rest in the slow one (:func:`family_params`). A slow test named by
 its node id (``tests/test_x.py::test_y``) runs without the flag.
 """
 
@@ -542,6 +543,16 @@ def added_tokens_tokenizer(tiny_tokenizer):
 
 # Every tokenizer family above, by fixture name: the tests of where characters meet tokens (training targets, answers'
 # offsets) run on each.
+# The fast tier runs a family-parametrised test on three families, one a kind of offsets (WordPiece, byte-level BPE,
+# SentencePiece's Metaspace); the slow tier on every family.
+FAST_FAMILIES = ("tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer")
+
+
+def family_params(families: list[str]) -> list:
+    """``families`` as parameters, those beyond :data:`FAST_FAMILIES` in the slow tier."""
+    return [pytest.param(name, marks=() if name in FAST_FAMILIES else pytest.mark.slow) for name in families]
+
+
 TOKENIZER_FAMILIES = ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer", "metaspace_unnormalized_tokenizer",
                       "xlmr_style_tokenizer", "deberta_v2_style_tokenizer", "bpe_untrimmed_tokenizer", "bpe_prefix_space_tokenizer",
                       "extra_tokens_tokenizer", "context_type_zero_tokenizer", "added_tokens_tokenizer"]

@@ -48,7 +48,7 @@ from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.types import Example
 
-from .conftest import TOKENIZER_FAMILIES
+from .conftest import TOKENIZER_FAMILIES, family_params
 
 # Fixed seed and no example database: CI runs exactly the same examples every time.
 PROPERTY = settings(
@@ -409,7 +409,7 @@ def family_examples(several: bool) -> list[Example]:
 
 
 @pytest.mark.parametrize("tag_level", ["word", "subword"])
-@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+@pytest.mark.parametrize("family", family_params(TOKENIZER_FAMILIES))
 def test_golds_round_trip_on_every_tokenizer_family(family, tag_level, request):
     """Every decoding reads each gold back from its targets exactly, whatever the tokenizer's offsets hold (the space
     before a word, after an added token, a special token's text). An added token that keeps the spaces after it

@@ -27,7 +27,7 @@ import torch
 from bio_mrc.data.text import carries_text
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 
-from .conftest import TOKENIZER_FAMILIES, _vocabulary, untrained_model_folder
+from .conftest import TOKENIZER_FAMILIES, family_params, _vocabulary, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 QUESTION_WINDOWS = {**WINDOWS, "max_query_length": 27}  # QUESTION whole in every tokenizer here (byte-level BPE: 27 tokens)
@@ -181,7 +181,7 @@ def family_encoder(tokenizer, folder):
     return folder
 
 
-@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+@pytest.mark.parametrize("family", family_params(TOKENIZER_FAMILIES))
 def test_every_tokenizer_familys_answers_are_the_contexts_own_readable_characters(family, request, tmp_path):
     """A random model on each tokenizer family answers, at every decoding, one span or several, in the first window
     and later ones: the context's own characters at their offsets, whole user-perceived characters, no blank at either
