@@ -37,6 +37,11 @@ def _package_name(name: str, command: str | None) -> str:
     return target or name.replace("_", "-")
 
 
+def _values_taken(action: argparse.Action) -> int:
+    """How many values an option takes after it (``nargs``; as many as follow for ``+`` and ``*``)."""
+    return 1 if action.nargs in (None, "?") else action.nargs if isinstance(action.nargs, int) else sys.maxsize
+
+
 class CommandLineParser(argparse.ArgumentParser):
     """A top-level parser with subcommands that reads ``--run_qa_names`` and guesses at unknown options."""
 
@@ -55,20 +60,26 @@ class CommandLineParser(argparse.ArgumentParser):
         return parsed
 
     def _first_unknown_option(self, argv: Sequence[str], command: str | None, subparser: argparse.ArgumentParser | None) -> str | None:
-        """The first ``--name`` that is no option (nor the start of exactly one) of the parser it goes to."""
-        parser = self
+        """The first ``--name`` that is no option (nor the start of exactly one) of the parser it goes to; a token with
+        a space where the option before takes a value is that value, as argparse reads it (a text ``-- The Normans``)."""
+        parser, room = self, 0  # room: how many more values the option before takes
         for token in argv:
             if token == "--":
                 return None
             if token == command and parser is self:
-                parser = subparser
+                parser, room = subparser, 0
                 continue
             name = token.partition("=")[0]
-            if not name.startswith("--") or parser is None:
+            if parser is None:
+                continue
+            if not name.startswith("--") or (" " in token and room):
+                room = max(room - 1, 0)
                 continue
             known = parser._option_string_actions
-            if name not in known and len([o for o in known if o.startswith(name)]) != 1:
+            matches = [name] if name in known else [o for o in known if o.startswith(name)]
+            if len(matches) != 1:
                 return token
+            room = 0 if "=" in token else _values_taken(known[matches[0]])
         return None
 
     def _commands(self) -> Mapping[str, argparse.ArgumentParser]:

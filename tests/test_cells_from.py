@@ -8,12 +8,12 @@ import pytest
 
 from bio_mrc.data.one_answer import JoinedPartsNote
 from bio_mrc.errors import ConfigError
-from bio_mrc.harness.compare import compare, train_models
+from bio_mrc.harness.compare import compare, resolve_splits, train_models
 from bio_mrc.harness.comparison_splits import training_share
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.earlier_report import read_report
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, SAMPLE_V1
 from .test_harness_compare import config_dict
 
 
@@ -108,6 +108,35 @@ def test_a_report_of_other_questions_or_settings_is_refused(earlier, tiny_encode
     with pytest.raises(ConfigError, match="'decode' options"):
         compare(parse_config(other_decoding), FIXTURES, tmp_path, cells_from=earlier[0])
     assert not (tmp_path / "models").exists()  # refused before anything was trained
+
+
+def _edited_sample(folder, edited_ids):
+    """The sample with the gold of the questions ``edited_ids`` moved to the context's first word: the same ids."""
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            first = paragraph["context"].split()[0]
+            for qa in paragraph["qas"]:
+                if qa["id"] in edited_ids:
+                    qa["answers"] = [{"text": first, "answer_start": 0}]
+    path = folder / "sample.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("edited, what", [("eval", "the evaluation questions' text and answers"),
+                                           ("train", "run \"span-only\"'s training questions' text and answers")])
+def test_a_report_of_the_same_ids_with_other_answers_is_refused(earlier, tiny_encoder_dir, tmp_path, edited, what):
+    """A data file edited in place (a gold answer corrected) keeps its question ids: the earlier report's cells were
+    scored on (or trained from) the answers before, and are not paired with cells scored on the answers now."""
+    raw = tiny_config(tiny_encoder_dir)
+    splits = resolve_splits(parse_config(raw), FIXTURES)
+    ids = set(splits.eval.ids if edited == "eval" else [ex.id for ex in splits.train.examples])
+    path = str(_edited_sample(tmp_path, ids))
+    raw["train"], raw["eval"] = {**raw["train"], "path": path}, {**raw["eval"], "path": path}
+    with pytest.raises(ConfigError, match=f"^cells_from='{earlier[0]}': {what} differ from this comparison's"):
+        compare(parse_config(raw), FIXTURES, tmp_path / "out", cells_from=earlier[0])
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_report_that_scored_the_same_questions_as_another_task_is_refused(earlier, tiny_encoder_dir, tmp_path):

@@ -94,6 +94,8 @@ def test_run_qa_names_are_read_as_the_package_options():
      "error: bio-mrc train has no option --model: the encoder to start from is --encoder, a trained bio_mrc model to "
      "continue --init-from"),
     (["predcit", "--model", "m"], "error: bio-mrc has no command 'predcit'; did you mean predict?"),
+    # a space, but no option before it takes a value: no text, so still an option spelt wrong
+    (["predict", "--model", "m", "--dat a", "x"], "error: bio-mrc predict has no option --dat a; did you mean --data?"),
     (["extract", "--model", "m", "--question", "q", "stray"],
      "error: bio-mrc extract: unexpected argument 'stray' (bio-mrc extract --help lists what it takes)"),
 ])
@@ -102,6 +104,13 @@ def test_an_unknown_option_or_command_is_one_line_with_a_guess(argv, message, ca
         main(argv)
     assert exit.value.code == 2
     assert capsys.readouterr().err == message + "\n"
+
+
+@pytest.mark.parametrize("text", ["--Newton formulated the laws.", "-- The Normans came", "---\ntitle: notes", "--topic=the laws"])
+def test_a_text_beginning_with_dashes_is_read_as_the_text_argparse_reads(text):
+    # a token with a space that names no option is a value to argparse; it was refused as an unknown option
+    args = build_parser().parse_args(["extract", "--model", "m", "--question", text, "--context", "a", text])
+    assert (args.question, args.context) == (text, ["a", text])
 
 
 def test_serve_takes_the_model_as_an_option_or_an_argument_once(capsys):

@@ -800,3 +800,27 @@ def test_a_tracker_that_cannot_run_is_refused_before_any_folder(tiny_encoder_dir
                                           r"pip install 'bio_mrc\[tensorboard\]'$"):
         compare(parse_config(raw), FIXTURES, out)
     assert not out.exists()  # not even the first run's model folder
+
+
+@pytest.mark.parametrize("tuned_on, prior, rules", [
+    ({"description": "another comparison's tune split", "questions": 30, "content_hash": "0" * 16}, 0.0, {}),
+    ({"description": "the model it continues", "questions": 30, "content_hash": "0" * 16, "for_model": "earlier"}, 6.0, {"bio": 0.4}),
+])
+def test_without_a_tuning_split_a_comparison_decodes_with_no_tuning_of_the_model_itself(trained_dir, tmp_path, tuned_on, prior, rules):
+    """A comparison with a tune split saves what it tunes in its model; the same model scored again by the config
+    without one (the same output folder) decodes as a fresh folder does, not with settings tuned on questions this
+    comparison does not name (they may be its evaluation questions). Settings carried from the model a run continues
+    are the model's from its training, kept."""
+    import shutil
+
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.harness.scoring import tuned_decoding
+
+    model = shutil.copytree(trained_dir, tmp_path / "model")
+    config = json.loads((model / "config.json").read_text())
+    config |= {"bio_length_prior": 6.0, "min_span_probabilities": {"bio": 0.4}, "tuned_on": tuned_on}
+    (model / "config.json").write_text(json.dumps(config))
+    trained = TrainedModel.load(model, precision="fp32", device="cpu")
+    tuned, saved = tuned_decoding(trained, DecodeConfig(), None, False)
+    assert (tuned.decode_config.bio_length_prior, trained.span_count_rules, saved) == (prior, rules, None)
+    assert json.loads((model / "config.json").read_text())["bio_length_prior"] == 6.0  # the folder is left as it is

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import pytest
 
@@ -32,8 +33,15 @@ def one_line_error(capsys) -> str:
 def test_tune_refuses_an_option_out_of_range_before_looking_the_model_up(monkeypatch, tmp_path, capsys):
     """tune looked a model that is no folder here up on the hub before refusing --n-best 99999999999."""
     import bio_mrc.hub
+    import bio_mrc.inference.tuning_checks  # noqa: F401  (a module first imported under the patch kept the fake for later tests)
 
-    monkeypatch.setattr(bio_mrc.hub, "local_folder", lambda *a, **k: pytest.fail("the model was looked up first"))
+    def looked_up(*_args, **_kwargs):
+        pytest.fail("the model was looked up first")
+
+    real = bio_mrc.hub.local_folder
+    for module in [module for name, module in sys.modules.items() if name.startswith("bio_mrc")]:
+        if getattr(module, "local_folder", None) is real:  # the hub's, and each module's own name for it
+            monkeypatch.setattr(module, "local_folder", looked_up)
     assert main(["tune", "--model", "someone/model", "--data", str(tmp_path / "none.json"), "--output-dir", str(tmp_path / "t"),
                  "--n-best", "99999999999"]) == 2
     assert "n_best: 99999999999 is greater than the maximum of 1000000000" in one_line_error(capsys)

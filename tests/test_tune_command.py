@@ -293,6 +293,34 @@ def test_a_calibrator_fitted_at_another_no_answer_threshold_is_dropped_when_a_tu
         "a tune without --no-calibration fits one"]
 
 
+def test_a_calibrator_of_a_decoding_not_registered_here_is_judged_by_the_saved_thresholds(tiny_encoder_dir, tmp_path):
+    """A plug-in decoding's calibrator fitted at a no-answer threshold, in a folder tuned where the plug-in is not
+    imported: saving looked up its threshold's key in the registry and ended in a ValueError traceback after the whole
+    tuning. Its key is unknown here: it stays while a saved threshold holds the value it was fitted at (a tune of
+    other decodings on the same questions keeps the plug-in's threshold), and is dropped, said in a line, once none does."""
+    import copy
+
+    from bio_mrc.inference.tuning import save_tuned_settings, stale_calibrator_lines
+    from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
+
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
+    beta = {"method": "beta", "a": 1.0, "b": 0.5, "c": 0.2, "correct_if": "f1 > 0.5", "questions": 40}
+    config = BioMrcConfig.from_pretrained(folder)
+    first = {"description": "a.json", "questions": 40, "content_hash": "aaaa"}
+    assert save_tuned_settings(folder, config, {"plugged": -2.0, "span": -1.0},
+                               {"calibration": {"plugged": beta | {"no_answer_threshold": -2.0}}}, first)
+    assert save_tuned_settings(folder, config, {"span": -1.5}, {}, first)  # same questions: the plug-in's threshold stays
+    assert config.no_answer_thresholds == {"plugged": -2.0, "span": -1.5} and set(config.calibration) == {"plugged"}
+    before = copy.deepcopy(config)
+    other = {"description": "b.json", "questions": 40, "content_hash": "bbbb"}
+    assert save_tuned_settings(folder, config, {"span": -1.0}, {}, other)  # other questions: no threshold of -2 is left
+    assert BioMrcConfig.from_pretrained(folder).calibration is None
+    assert stale_calibrator_lines(before, config) == [
+        "calibrator plugged: dropped (fitted at no-answer threshold -2, which no saved threshold holds now; plugged is no "
+        "registered decoding); its answers get no probability until a tune without --no-calibration fits one"]
+
+
 def test_a_given_length_prior_is_saved_with_the_settings_fitted_with_it(trained_dir, tmp_path, capsys):  # noqa: F811
     """``tune --bio-length-prior`` fitted the thresholds and calibrators with the given β but saved the model's old one."""
     out = tmp_path / "tuned"
@@ -302,6 +330,30 @@ def test_a_given_length_prior_is_saved_with_the_settings_fitted_with_it(trained_
     captured = capsys.readouterr()
     assert "bio_length_prior: 2.75 (was " in captured.err and "as given; the other settings were fitted with it" in captured.err
     assert json.loads(captured.out)["bio_length_prior"] == {"value": 2.75, "given": True}
+
+
+def test_decoding_options_the_model_does_not_keep_are_named_when_they_shaped_the_fit(trained_dir, tmp_path, capsys):  # noqa: F811
+    """``tune --max-answer-length 3`` fitted the prior and thresholds on answers of at most 3 tokens and saved them
+    beside the model's own limit, which every door answers with, without a word; the n-best count shapes the span-count
+    rules of multi-span questions alike, and is no setting of the model either."""
+    from bio_mrc import registry
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference.model_tuning import unkept_options_lines
+
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--no-calibration", "--max-answer-length", "3", "--n-best", "5"]) == 0
+    limit = json.loads((trained_dir / "config.json").read_text())["max_answer_length"]
+    assert json.loads((out / "config.json").read_text())["max_answer_length"] == limit == 30
+    warned = [line for line in capsys.readouterr().err.splitlines() if "does not keep" in line]
+    assert warned == ["warning: the settings were fitted with an answer-length limit of 3 tokens (the model's is 30), which "
+                      "the model does not keep: predict, extract and serve answer with its own unless given the same"]
+    answered, multispan, squad = DecodeConfig(max_answer_length=30), registry.scorer("multispan"), registry.squad_task("1.1")
+    assert unkept_options_lines(DecodeConfig(max_answer_length=30, n_best=5), answered, multispan) == [
+        "warning: the settings were fitted with 5 n-best candidates (by default 20), which the model does not keep: "
+        "predict, extract and serve answer with its own unless given the same"]
+    assert unkept_options_lines(DecodeConfig(n_best=5), answered, squad) == []  # one answer: its fit reads no n-best count
+    assert unkept_options_lines(DecodeConfig(max_answer_length=30), answered, multispan) == []
 
 
 def test_one_question_is_refused_for_calibration_whatever_the_minimum(trained_dir, tmp_path, capsys):  # noqa: F811

@@ -92,9 +92,11 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     """The cells this comparison reuses from an earlier report (``--cells-from``), checked to be its own."""
     if cells_from is None:
         return None
-    questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task,
+    questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task, "eval_content": content_hash(splits.eval.examples),
                  "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
+                 "tune_content": content_hash(splits.tune.examples) if splits.tune else None,
                  "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs},
+                 "train_content": {run.name: None if splits.folds else content_hash(splits.train_for(run).examples) for run in config.runs},
                  "folds": held_out_hashes(splits.folds) if splits.folds else None,
                  "fold_training": {run.name: splits.training_hashes_for(run) for run in config.runs}}
     return load_earlier_cells(cells_from, config, questions)
@@ -185,12 +187,18 @@ def run_comparison(
     return ComparisonResults(
         config=config.to_dict(), package_version=__version__, code=cells_code_fingerprint(),
         cells_from=earlier.describe(reused) if earlier else None, date=time.strftime("%Y-%m-%d %H:%M:%S"),
-        train=splits.train.describe() if splits.train else None,
-        run_train={name: split.describe() for name, split in splits.run_train.items()},
-        eval={**splits.eval.describe(), "task": splits.eval.task}, tune=splits.tune.describe() if splits.tune else None,
+        train=_recorded(splits.train) if splits.train else None,
+        run_train={name: _recorded(split) for name, split in splits.run_train.items()},
+        eval={**_recorded(splits.eval), "task": splits.eval.task}, tune=_recorded(splits.tune) if splits.tune else None,
         eval_examples=splits.eval.examples, cells=cells,
         browser=browser, machine=machine_description(),
     )
+
+
+def _recorded(split: Split) -> dict[str, Any]:
+    """A split as the report records it: its ids' hash, and the hash of its texts and answers (``content_hash``), by
+    which ``--cells-from`` tells a data file edited in place, its ids kept."""
+    return {**split.describe(), "content_hash": content_hash(split.examples)}
 
 
 def train_models(

@@ -103,16 +103,19 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
 
     ``questions`` describes this comparison's questions: ``eval_ids`` (in order), ``eval_task`` (the task they are
     scored as), the question hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None
-    for folds), and in cross-validation which questions each fold holds out (``folds``:
-    :func:`~.comparison_splits.held_out_hashes`) and which of each fold's training questions each run training on a
-    share of them trains on (``fold_training``: run name -> :func:`~.comparison_splits.training_hashes`, or None).
+    for folds), the hashes of their texts and answers (``eval_content``, ``tune_content``, ``train_content``), and
+    in cross-validation which questions each fold holds out (``folds``: :func:`~.comparison_splits.held_out_hashes`)
+    and which of each fold's training questions each run training on a share of them trains on
+    (``fold_training``: run name -> :func:`~.comparison_splits.training_hashes`, or None).
     """
     saved = read_report(path)
     earlier = saved.results
     _check_same(path, "the evaluation questions (ids, in order)", saved.eval_ids, questions["eval_ids"])
     # the same questions read as another format are scored otherwise, into other columns
     _check_same(path, "the evaluation's task and scorer", earlier.eval.get("task"), questions["eval_task"])
+    _check_content(path, "the evaluation questions'", earlier.eval, questions.get("eval_content"))
     _check_same(path, "the tuning questions", (earlier.tune or {}).get("question_hash"), questions["tune"])
+    _check_content(path, "the tuning questions'", earlier.tune, questions.get("tune_content"))
     current = config.to_dict()
     for key in ("decode", "cross_validation"):
         _check_same(path, f"the {key!r} options", earlier.config.get(key), current.get(key))
@@ -122,6 +125,7 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
             _check_run(path, run.name, earlier_runs[run.name], run.to_dict())
             trained_on = earlier.run_train.get(run.name) or earlier.train or {}
             _check_same(path, f"run {json_value(run.name)}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
+            _check_content(path, f"run {json_value(run.name)}'s training questions'", trained_on, (questions.get("train_content") or {}).get(run.name))
     wanted = {(run.name, seed) for run in config.runs for seed in config.run_seeds(run)}
     by_model: dict[tuple[str, int], list[Cell]] = {}
     for number, cell in enumerate(earlier.cells):
@@ -204,6 +208,14 @@ def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None
     else:
         how = f"{json_value(earlier, whole=True)} there, {json_value(current, whole=True)} here"
     raise ConfigError(f"{argument('cells_from', str(path))}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
+
+
+def _check_content(path: str | Path, whose: str, earlier: dict[str, Any] | None, current: str | None) -> None:
+    """The same questions' texts and answers (a data file edited in place keeps its ids); a report written before
+    reports recorded them (no ``content_hash``) is told by its ids alone."""
+    recorded = (earlier or {}).get("content_hash")
+    if recorded is not None and current is not None:
+        _check_same(path, f"{whose} text and answers", recorded, current)
 
 
 # A run's seeds say which of its models a comparison holds, not how each was trained: a later sitting adds seeds.

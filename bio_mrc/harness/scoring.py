@@ -43,9 +43,10 @@ def tuned_decoding(
 ) -> tuple[TunedSettings, bool | None]:
     """The comparison's decoding options with what is tuned on the tuning split, by the package's one
     policy (:func:`bio_mrc.inference.tuning.tune_for_model`). Without a tuning split, the prior and
-    calibrators saved with the model. Returns (tuned settings, whether the
+    calibrators the model holds from its training (:func:`_without_own_tuning`). Returns (tuned settings, whether the
     model now stores them: None when nothing was tuned)."""
     if tune_split is None:
+        _without_own_tuning(trained)
         return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
     tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind, data_sets=tune_split.data_sets,
@@ -53,6 +54,16 @@ def tuned_decoding(
     if not (tuned.thresholds or tuned.settings):
         return tuned, None
     return tuned, _saved_with_model(trained, tuned, tune_split)
+
+
+def _without_own_tuning(trained: TrainedModel) -> None:
+    """Forget, in memory, the settings a tuning of this model saved in its folder (an earlier comparison's tuning
+    split, which this one does not name and may evaluate on): scored again without a tuning split, the model decodes
+    as in a fresh output folder. Settings carried from the model it continues (``tuned_on["for_model"]``) are kept."""
+    config = trained.model.config
+    if config.tuned_on and "for_model" not in config.tuned_on:
+        for name in ("bio_length_prior", "no_answer_thresholds", "min_span_probabilities", "calibration", "tuned_on"):
+            setattr(config, name, None)
 
 
 def _saved_with_model(trained: TrainedModel, tuned: TunedSettings, tune_split: Split) -> bool:

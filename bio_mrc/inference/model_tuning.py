@@ -137,6 +137,7 @@ def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
     provenance = tuning_provenance(description, examples, questions.training_questions, tuned.skipped_calibrators)
     _save(plan.model, plan.target, trained, tuned, provenance)
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
+    lines += unkept_options_lines(plan.options, trained.decode_config(DecodeConfig()), plan.task)
     lines.append(f"saved in {plan.target / 'config.json'}"
                  + (" (in place)" if plan.target == Path(plan.model) else f" (a tuned copy of {plan.model})"))
     return ModelTuning(tuned, plan.target, trained.model.config, lines)
@@ -158,6 +159,22 @@ def _tuning_lines(tuned: TunedSettings, before: BioMrcConfig, after: BioMrcConfi
         kept = after.calibration or {}
         lines.append(f"calibrators: none fitted; kept as saved ({', '.join(kept) or 'none'})")
     return lines
+
+
+def unkept_options_lines(given: DecodeConfig, answered: DecodeConfig, task: registry.TaskEntry) -> list[str]:
+    """A ``warning:`` line where an option ``given`` to the tuning shaped what it fitted but is no setting saved with the
+    model: every door answers with ``answered`` (the model's answer-length limit, the default n-best count) unless given
+    the same, so the settings would meet other answers than they were fitted on. The n-best count shapes the span-count
+    rules of multi-span answers alone (single answers' confidences are shares of the best 20 whatever it is)."""
+    differ = []
+    if given.max_answer_length is not None and given.max_answer_length != answered.max_answer_length:
+        differ.append(f"an answer-length limit of {given.max_answer_length} tokens (the model's is {answered.max_answer_length})")
+    if task.answers_as_span_lists() and given.n_best != answered.n_best:
+        differ.append(f"{given.n_best} n-best candidates (by default {answered.n_best})")
+    if not differ:
+        return []
+    return [f"warning: the settings were fitted with {' and '.join(differ)}, which the model does not keep: predict, "
+            "extract and serve answer with its own unless given the same"]
 
 
 def _save(model: str | Path, target: Path, trained: Any, tuned: TunedSettings, provenance: dict[str, Any]) -> None:

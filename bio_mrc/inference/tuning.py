@@ -508,8 +508,15 @@ def calibrators_at_thresholds(calibration: Mapping[str, Any] | None, thresholds:
     gives, so it is left out. A calibrator fitted without a threshold is kept: it scores the best span, as it was fitted."""
     kept = {decoding: calibrator for decoding, calibrator in (calibration or {}).items()
             if "no_answer_threshold" not in calibrator
-            or (thresholds or {}).get(threshold_key(decoding)) == calibrator["no_answer_threshold"]}
+            or calibrator["no_answer_threshold"] in _thresholds_read_by(decoding, thresholds)}
     return kept or None
+
+
+def _thresholds_read_by(decoding: str, thresholds: Mapping[str, float] | None) -> list[float]:
+    """The saved no-answer thresholds ``decoding`` may answer by: its own score's, or, for a decoding not registered
+    here (a plug-in's, not imported), whose score is unknown, every saved one."""
+    entry = registry.DECODINGS.get(decoding)
+    return list((thresholds or {}).values()) if entry is None else [(thresholds or {}).get(entry.threshold_key)]
 
 
 def stale_calibrator_lines(before: BioMrcConfig, after: BioMrcConfig) -> list[str]:
@@ -517,9 +524,16 @@ def stale_calibrator_lines(before: BioMrcConfig, after: BioMrcConfig) -> list[st
     (:func:`calibrators_at_thresholds`), for a tune that fitted none."""
     thresholds = after.no_answer_thresholds or {}
     return [f"calibrator {decoding}: dropped (fitted at no-answer threshold {calibrator['no_answer_threshold']:.4g}, "
-            f"now {_shown(thresholds.get(threshold_key(decoding)))}); its answers get no probability until a tune "
+            f"{_threshold_now(decoding, thresholds)}); its answers get no probability until a tune "
             "without --no-calibration fits one"
             for decoding, calibrator in (before.calibration or {}).items() if decoding not in (after.calibration or {})]
+
+
+def _threshold_now(decoding: str, thresholds: Mapping[str, float]) -> str:
+    """The saved no-answer threshold ``decoding`` answers by, for a line (:func:`_thresholds_read_by`)."""
+    if decoding in registry.DECODINGS:
+        return f"now {_shown(thresholds.get(threshold_key(decoding)))}"
+    return f"which no saved threshold holds now; {decoding} is no registered decoding"
 
 
 def _shown(value: Any) -> str:
