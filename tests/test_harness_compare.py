@@ -135,6 +135,33 @@ def test_a_run_that_only_evaluates_differently_shares_the_model(comparison, tiny
     assert not list((out / "models").glob("joint-in-bf16-*"))
 
 
+def test_a_cell_keeps_no_no_answer_probabilities_of_an_earlier_squad2_evaluation(comparison, tiny_encoder_dir, tmp_path):
+    """A run and seed scored on SQuAD 2.0, then on SQuAD v1.1 in the same folder: the v1.1 cell's files are its
+    answers and n-best alone, never the 2.0 questions' ``.na_probs.json`` beside them, read back or scored anew."""
+    import shutil
+
+    from bio_mrc.harness.compare import run_comparison
+
+    out = tmp_path / "out"
+    shutil.copytree(comparison[0], out)  # the span-only model of seed 1, its v1.1 cells cached: reused, never trained
+    v1 = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "span-only", "heads": "span"}])
+    squad2, quarters = str(squad2_file(tmp_path)), {"fractions": [0.5, 0.25, 0.25], "seed": 0}
+    v2 = {**v1, "eval": {"path": squad2, "split": {**quarters, "part": 1}}, "tune": {"path": squad2, "split": {**quarters, "part": 2}}}
+    na_probs = out / "predictions" / "span-only-seed1-span.na_probs.json"
+    kept_before = set(out.glob("cells/*.predictions"))
+    run_comparison(parse_config(v2), FIXTURES, out)
+    assert na_probs.is_file()  # the 2.0 cell's own
+    with_na_probs = {path.parent for path in out.glob("cells/*.predictions/*.na_probs.json")}
+    assert with_na_probs == set(out.glob("cells/*.predictions")) - kept_before
+    run_comparison(parse_config(v1), FIXTURES, out)  # the v1.1 cells read back from cells/
+    assert not na_probs.exists()
+    run_comparison(parse_config(v2), FIXTURES, out)  # read back: the 2.0 cell's file with it
+    assert na_probs.is_file()
+    run_comparison(parse_config({**v1, "eval": {**v1["eval"], "limit": 2}}), FIXTURES, out)  # other questions: scored here
+    assert not na_probs.exists()
+    assert {path.parent for path in out.glob("cells/*.predictions/*.na_probs.json")} == with_na_probs
+
+
 def test_overlapping_splits_are_refused(tiny_encoder_dir, tmp_path):
     raw = config_dict(tiny_encoder_dir, eval={"path": str(SAMPLE_V1)})
     with pytest.raises(ValueError, match="overlap"):

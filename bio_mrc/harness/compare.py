@@ -44,8 +44,8 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .held_out_questions import check_held_out_questions
 from .models import check_model_sources, check_run_trainings, obtain_model
 from .results import PER_QUESTION, Cell, ComparisonResults
-from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names, score_model,
-                      timed_windows, tuned_decoding)
+from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names,
+                      remove_other_files, score_model, timed_windows, tuned_decoding)
 from .summary_records import CellKey
 from .comparison_splits import (Split, Splits, check_data_dir, check_disjoint, cross_validation_folds, held_out_hashes, joined_split,
                                 resolve_split)
@@ -256,13 +256,16 @@ def _score_trained_run(
 
 
 def _copy_prediction_files(source: Path, source_prefix: str, target: Path, target_prefix: str, cells: list[dict[str, Any]]) -> None:
-    """Copy each cell's prediction files, ``<prefix><decoding><suffix>``, from ``source`` to ``target`` (each atomically):
-    a model's cached cells keep the files they were scored from beside them, so cells read back bring their own."""
+    """Copy each cell's prediction files, ``<prefix><decoding><suffix>``, from ``source`` to ``target`` (each atomically),
+    and no other file of its names: a model's cached cells keep the files they were scored from beside them, so cells
+    read back bring their own."""
     target.mkdir(parents=True, exist_ok=True)
     for cell in cells:
-        for found, name in zip(prediction_file_names(source_prefix, cell["decoding"]), prediction_file_names(target_prefix, cell["decoding"])):
-            if (source / found).is_file():
-                atomic_write_bytes(target / name, (source / found).read_bytes())
+        names = zip(prediction_file_names(source_prefix, cell["decoding"]), prediction_file_names(target_prefix, cell["decoding"]))
+        copied = [(found, name) for found, name in names if (source / found).is_file()]
+        for found, name in copied:
+            atomic_write_bytes(target / name, (source / found).read_bytes())
+        remove_other_files(target, target_prefix, cell["decoding"], [name for _, name in copied])
 
 
 def _score_folds(

@@ -15,7 +15,7 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings, tune_for_model
-from ..io import FolderBusyError, note_set_files, written_alone
+from ..io import FolderBusyError, note_set_files, remove_file, written_alone
 from ..model_card import record_evaluation
 from ..model_folder import read_config
 from ..progress import stage_bar
@@ -130,13 +130,22 @@ def note_prediction_files(output_dir: Path, prefix: str, decodings: list[str]) -
     return folder
 
 
+def remove_other_files(folder: Path, prefix: str, decoding: str, kept: list[str]) -> None:
+    """Remove the cell's prediction files in ``folder`` but ``kept``: the same names' files of an earlier sitting (its
+    SQuAD 2.0 questions' ``.na_probs.json`` beside a v1.1 cell's answers) would read as this cell's."""
+    for name in prediction_file_names(prefix, decoding):
+        if name not in kept:
+            remove_file(folder / name, folder)
+
+
 def finish_cell(
     run: RunSpec, seed: int, decoding: str, decoded: DecodedCell, split: Split, output_dir: Path, model: str
 ) -> dict[str, Any]:
     """Write the cell's prediction files and score it."""
     folder = note_prediction_files(output_dir, f"{run.name}-seed{seed}-", [decoding])
-    write_prediction_files(
+    written = write_prediction_files(
         decoded.predictions, folder / f"{run.name}-seed{seed}-{decoding}.json",
         with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_answers,
     )
+    remove_other_files(folder, f"{run.name}-seed{seed}-", decoding, [path.name for path in written.paths()])
     return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}
