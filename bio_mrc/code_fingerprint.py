@@ -48,11 +48,17 @@ def _runtime_nodes(tree: ast.AST) -> Iterable[ast.AST]:
 def imported_modules(path: Path, package_dir: Path = PACKAGE_DIR) -> set[str]:
     """The package's modules (``bio_mrc.x``) a source file imports when it runs."""
     relative = path.relative_to(package_dir).with_suffix("")
-    here = [PACKAGE, *relative.parts[:-1]]  # the package the file is in
+    return set(_imports_in(path.read_text(encoding="utf-8"), (PACKAGE, *relative.parts[:-1])))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in(source: str, here: tuple[str, ...]) -> frozenset[str]:
+    """The package's modules a source in the package ``here`` imports: parsed once a process for each text, as
+    the same sources are fingerprinted for several caches and copies of the package."""
     found = set()
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_nodes(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
-            base = here[: len(here) - node.level + 1] if node.level else []
+            base = list(here[: len(here) - node.level + 1]) if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
             found.add(target)
             found.update(f"{target}.{alias.name}" for alias in node.names)
@@ -60,7 +66,7 @@ def imported_modules(path: Path, package_dir: Path = PACKAGE_DIR) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and LATE_REFERENCE.fullmatch(node.value):
             found.add(node.value.partition(":")[0])
-    return {name for name in found if name == PACKAGE or name.startswith(PACKAGE + ".")}
+    return frozenset(name for name in found if name == PACKAGE or name.startswith(PACKAGE + "."))
 
 
 def source_closure(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> list[Path]:

@@ -31,6 +31,7 @@ What is checked, in this order, before any tensor is allocated:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -1045,7 +1046,14 @@ class Shape(tuple):
 def expected_shapes(model_class: type, config: Mapping[str, Any], folder: Path) -> dict[str, tuple[int, ...]]:
     """The weights ``model_class`` builds from ``config``, built on the meta device (no memory is taken); each a
     :class:`Shape`, of dtype ``F32`` where the model's tensor is floating point."""
-    model = built_on_meta(lambda: model_class(model_class.config_class.from_dict(dict(config))), folder)
+    return dict(built_on_meta(lambda: _built_shapes(model_class, json.dumps(config, sort_keys=True)), folder))
+
+
+@functools.lru_cache(maxsize=16)
+def _built_shapes(model_class: type, config_text: str) -> Mapping[str, tuple[int, ...]]:
+    """:func:`expected_shapes` of a config as JSON text, kept for the process: a model loaded again (a server's, a
+    comparison's runs scored and tuned) is not built a second time to be checked."""
+    model = model_class(model_class.config_class.from_dict(json.loads(config_text)))
     return {name: Shape(tensor.shape, "F32" if tensor.is_floating_point() else str(tensor.dtype))
             for name, tensor in model.state_dict().items()}
 
