@@ -10,7 +10,7 @@ from bio_mrc import registry
 from bio_mrc.cli import main
 from bio_mrc.data.answer_parts import as_answer_parts
 from bio_mrc.data.one_answer import JoinedPartsNote
-from bio_mrc.data.squad import load_squad
+from bio_mrc.data.squad import examples_to_squad_json, load_squad
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec
 from bio_mrc.inference import TrainedModel
@@ -115,6 +115,40 @@ def test_drop_style_parts_are_scored_with_multispanqa_metrics(tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores == pytest.approx({"em_precision": 75.0, "em_recall": 75.0, "em_f1": 75.0,
                                     "pm_precision": 77.5, "pm_recall": 77.5, "pm_f1": 77.5})
+
+def test_several_listed_answers_read_without_a_format_are_said_to_be_alternatives(tmp_path, capsys):
+    """The Hugging Face SQuAD columns hold a question's several answers as alternatives (SQuAD's release) or as one
+    answer's parts (Quoref's): read without --format they are alternatives, a one-part prediction scoring full marks,
+    and one note says so and how to name either; --format squad, or SQuAD's own JSON, says alternatives already."""
+    data = write_parts(tmp_path)
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({row["id"]: row["answers"]["text"][0] for row in parts_rows()}), encoding="utf-8")
+    assert main(["evaluate", "--data", data, "--predictions", str(preds)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["f1"] == 100.0
+    assert err.splitlines() == [
+        f"note: 6 questions of {data} list several answers, read as alternatives, any one of them right, as SQuAD's "
+        "release of these columns means them (Quoref's means the parts of one answer), e.g. 'p0', 'p1', 'p2', 'p3', "
+        "'p4', ...; give --format answer-parts where they are the parts of one answer, or --format squad to read them "
+        "as alternatives without this note"]
+    assert main(["evaluate", "--data", data, "--predictions", str(preds), "--format", "squad"]) == 0
+    assert capsys.readouterr().err == ""
+    official = tmp_path / "official.json"
+    official.write_text(json.dumps(examples_to_squad_json(load_squad(data).examples)), encoding="utf-8")
+    assert main(["evaluate", "--data", str(official), "--predictions", str(preds)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_train_says_how_it_reads_several_answers_before_any_work(tiny_encoder_dir, tmp_path, capsys):
+    data, bad = write_parts(tmp_path), tmp_path / "held-out.jsonl"
+    bad.write_text(json.dumps({"id": "x", "question": "Who?", "context": "Ann met Bob."}) + "\n", encoding="utf-8")
+    assert main(["train", "--train", data, "--eval", str(bad), "--output-dir", str(tmp_path / "model"),
+                 "--encoder", str(tiny_encoder_dir), "--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "8",
+                 "--training-args", '{"eval_strategy": "epoch"}']) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"note: 6 questions of {data} list several answers, read as alternatives")
+    assert "question without answers" in err[1] and not (tmp_path / "model" / "config.json").exists()
+
 
 def test_a_metric_that_does_not_score_the_format_is_refused_in_one_line(tmp_path, capsys):
     data = write_parts(tmp_path)

@@ -106,6 +106,19 @@ def test_a_drop_span_the_passage_lacks_is_refused_naming_it_or_skipped(tmp_path)
     assert [ex.id for ex in skipped.examples] == ["d1", "d4"] and len(skipped.skipped) == 1
 
 
+@pytest.mark.filterwarnings("ignore::bio_mrc.data.drop.NumericAnswersWarning")  # its number answer
+@pytest.mark.parametrize("span", ["", " \u200b"])
+def test_a_drop_span_of_no_text_is_refused_as_one(tmp_path, span):
+    """An empty span was found at the passage's start and refused as an answer needing an integer 'answer_start',
+    a key DROP's layout has not."""
+    path = write_drop(tmp_path, [{"question": "Who?", "answer": drop_answer(["Robbie Gould", span]), "query_id": "d3"}])
+    with pytest.raises(DataFormatError) as refused:
+        load_squad(path)
+    message = str(refused.value)
+    assert message.startswith(f"answer span 2 ({json.dumps(span)}) holds no readable text; read as drop")
+    assert "answer_start" not in message and "record 'd3'" in message and "passage nfl_1" in message
+
+
 def test_quoref_json_reads_its_listed_answers_as_one_answers_parts(tmp_path):
     data = load_squad(write_quoref(tmp_path))
     assert data.format == "quoref"

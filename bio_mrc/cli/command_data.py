@@ -33,7 +33,11 @@ def load_task_data(args: argparse.Namespace, path: str, limit: int | None, task,
 
     if task is None or task.load is None:
         data = _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
-        if task is not None:
+        if task is None:  # no --format or --metric: how several listed answers were read is said where they mean either
+            from ..data.answer_parts import note_alternatives_read
+
+            note_alternatives_read(data)
+        else:
             _check_read_as_named(task, data.format, path, args)
             data.examples, data.format = task.task_examples(data.examples, data.source), task.format_of_read(data.format)
         return data

@@ -8,14 +8,25 @@ same way; the article title is kept, so cross-validation folds split by it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import InputNote, argument
+from ..plurals import counted, number_form
 from ..types import Example
+from .formats import FORMATS
 from .one_answer import JoinedPartsNote, as_one_answer, read_as_parts
-from .squad import load_squad
+from .squad import SquadFile, load_squad
 
-__all__ = ["JoinedPartsNote", "as_answer_parts", "as_one_answer", "load_answer_parts"]
+__all__ = ["AlternativesReadNote", "JoinedPartsNote", "as_answer_parts", "as_one_answer", "load_answer_parts",
+           "note_alternatives_read"]
+
+
+class AlternativesReadNote(InputNote):
+    """Questions read from the Hugging Face SQuAD columns with no format named list several answers, which those
+    columns hold as alternatives (SQuAD's release) or as the parts of one answer (Quoref's): read as alternatives,
+    counted in one note naming the file, the first few questions and how to name either."""
 
 
 def load_answer_parts(data: Any, **options: Any) -> list[Example]:
@@ -30,3 +41,19 @@ def as_answer_parts(examples: Iterable[Example], source: str = "") -> list[Examp
     repeat, nest or overlap are counted in one :class:`JoinedPartsNote` naming ``source``."""
     return list(read_as_parts(examples, source))
 
+
+
+def note_alternatives_read(data: SquadFile) -> None:
+    """One :class:`AlternativesReadNote` where ``data``, read in a form whose listed answers mean either
+    (``answers_either_way``), has questions listing several answers: a reader that names no format reads them as
+    SQuAD's alternatives, which a file of one answer's parts would be scored and trained on without a word."""
+    several = [example.id for example in data.examples if example.answers and len(set(example.answers)) > 1]
+    if not several or not FORMATS[data.format].answers_either_way:
+        return
+    shown = ", ".join(repr(qid) for qid in several[:5]) + (", ..." if len(several) > 5 else "")
+    warnings.warn(AlternativesReadNote(
+        f"{counted(len(several), 'question')} of {data.source or 'the input'} {number_form(len(several), 'lists', 'list')} "
+        f"several answers, read as alternatives, any one of them right, as SQuAD's release of these columns means them "
+        f"(Quoref's means the parts of one answer), e.g. {shown}; give {argument('data_format', 'answer-parts')} where "
+        f"they are the parts of one answer, or {argument('data_format', 'squad')} to read them as alternatives without "
+        "this note"), stacklevel=2)

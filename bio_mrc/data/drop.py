@@ -22,6 +22,7 @@ from ..json_syntax import json_value
 from ..plurals import counted
 from .json_reader import DataFormatError
 from .sources import Records
+from .text import carries_text
 
 # A JSON object whose first value is an object starting with one of a DROP passage's keys.
 _DROP_START = re.compile(rb'\A\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"(?:passage|qa_pairs|wiki_url)"\s*:')
@@ -93,6 +94,8 @@ def _spans(answer: Any, qid: str | None, source: str) -> list[str] | None:
     spans = answer.get("spans") or []
     if not isinstance(spans, list) or not all(isinstance(span, str) for span in spans):
         raise DataFormatError("the answer's 'spans' must be a list of strings", qid, source)
+    if blank := next((number for number, span in enumerate(spans, 1) if not carries_text(span)), None):
+        raise DataFormatError(f"answer span {blank} ({json_value(spans[blank - 1])}) holds no readable text", qid, source)
     if spans:
         return spans
     date, number = answer.get("date"), answer.get("number")

@@ -90,13 +90,16 @@ class Source:
 
 @dataclass(frozen=True)
 class DataFormat:
-    """``expects`` says what the format looks like (in errors and docs); ``detect`` and ``read`` take a :class:`Source`."""
+    """``expects`` says what the format looks like (in errors and docs); ``detect`` and ``read`` take a :class:`Source`.
+    ``answers_either_way``: the Hugging Face SQuAD columns, whose listed answers are alternatives in SQuAD's release
+    and the parts of one answer in Quoref's, so a reading that names neither says which it took."""
 
     expects: str
     detect: Callable[[Source], bool]
     read: Callable[[Source], Records]
     takes_split: bool = False
     stream: Callable[[Source], Records] | None = None  # reads without holding the whole source (else ``read`` does)
+    answers_either_way: bool = False
 
 
 def _is_multispanqa(source: Source) -> bool:
@@ -171,25 +174,25 @@ _HF_COLUMNS = ("the Hugging Face SQuAD columns context, question, and optionally
 
 FORMATS: dict[str, DataFormat] = {
     "datasets": DataFormat(f"a datasets.Dataset or DatasetDict with {_HF_COLUMNS}", lambda s: from_datasets(s.data),
-                           lambda s: dataset_records(s.data, s.split, f"datasets.{s.name}", in_memory=True), takes_split=True),
+                           lambda s: dataset_records(s.data, s.split, f"datasets.{s.name}", in_memory=True), takes_split=True, answers_either_way=True),
     "dataframe": DataFormat(f"a pandas DataFrame with {_HF_COLUMNS}", lambda s: type(s.data).__module__.startswith("pandas"),
-                            lambda s: dataframe_records(s.data)),
+                            lambda s: dataframe_records(s.data), answers_either_way=True),
     "records": DataFormat(f"a list of dicts with {_HF_COLUMNS}", lambda s: isinstance(s.data, (list, tuple)),
-                          lambda s: list_records(s.data)),
+                          lambda s: list_records(s.data), answers_either_way=True),
     "saved-dataset": DataFormat(f"a folder written by datasets' save_to_disk, with {_HF_COLUMNS}",
                                 lambda s: s.path is not None and s.path.is_dir(), lambda s: folder_records(s.path, s.split),
-                                takes_split=True),
+                                takes_split=True, answers_either_way=True),
     "csv": DataFormat(f"a CSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
-                      lambda s: s.suffix_is(".csv", ".csv.gz"), lambda s: delimited_records(s.path, ",")),
+                      lambda s: s.suffix_is(".csv", ".csv.gz"), lambda s: delimited_records(s.path, ","), answers_either_way=True),
     "tsv": DataFormat(f"a TSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
-                      lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz", ".tab.gz"), lambda s: delimited_records(s.path, "\t")),
+                      lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz", ".tab.gz"), lambda s: delimited_records(s.path, "\t"), answers_either_way=True),
     "parquet": DataFormat(f"a Parquet file with {_HF_COLUMNS}", lambda s: s.is_file and s.head == PARQUET_MAGIC,
-                          lambda s: parquet_records(s.path)),
+                          lambda s: parquet_records(s.path), answers_either_way=True),
     "mrqa": DataFormat("an MRQA shared-task file: a {\"header\": ...} line (or none), then one context per line with 'qas' "
                        "of 'qid', 'question' and 'detected_answers' with 'char_spans'", lambda s: is_mrqa_start(s.first_line),
                        lambda s: mrqa_records(s.path)),
     "jsonl": DataFormat(f"JSON Lines, one question per line in {_HF_COLUMNS}",
-                        lambda s: s.suffix_is(*ROW_SUFFIXES) or first_line_is_a_row(s.first_line), lambda s: jsonl_records(s.path)),
+                        lambda s: s.suffix_is(*ROW_SUFFIXES) or first_line_is_a_row(s.first_line), lambda s: jsonl_records(s.path), answers_either_way=True),
     "drop": DataFormat("DROP JSON: {passage_id: {passage, qa_pairs: [{query_id, question, answer: {spans: [texts], number, "
                        "date}}]}} (an answer's spans are its parts; a number or date answer is left out)",
                        lambda s: s.is_file and is_drop_start(s.start), lambda s: drop_records(s.parsed_json(), s.name)),
@@ -206,7 +209,7 @@ FORMATS: dict[str, DataFormat] = {
                         lambda s: s.is_file, lambda s: _squad_records(s, False), stream=lambda s: _squad_records(s, True)),
     "hub": DataFormat("a Hugging Face hub dataset id with the SQuAD columns, e.g. rajpurkar/squad:validation",
                       lambda s: isinstance(s.data, str) and not s.path.exists() and not s.path.is_symlink() and is_hub_id(s.data),
-                      lambda s: hub_records(s.data, s.split), takes_split=True),
+                      lambda s: hub_records(s.data, s.split), takes_split=True, answers_either_way=True),
 }
 
 
