@@ -339,7 +339,8 @@ def test_an_export_runs_on_the_cpu_on_a_machine_with_a_gpu(onnx_dir, monkeypatch
 
 @pytest.mark.parametrize("options, message", [
     ({"opset": 99}, "opset is an ONNX opset version from 7 to "), ({"opset": 6}, "got 6"), ({"opset": True}, "got True"),
-    ({"atol": float("nan")}, "a number above 0, got nan"), ({"atol": -1.0}, "got -1.0"), ({"atol": 0}, "got 0")])
+    ({"atol": float("nan")}, "atol must be a finite number, got nan"),
+    ({"atol": float("inf")}, "atol must be a finite number, got inf"), ({"atol": -1.0}, "got -1.0"), ({"atol": 0}, "got 0")])
 def test_an_opset_or_tolerance_no_export_can_have_is_refused_before_any_work(tmp_path, options, message):
     """NaN passed every logit check and was written into the marker as JSON cannot hold it; opset 99 was ONNX Runtime's
     traceback after the export."""

@@ -237,7 +237,9 @@ def check_export_options(opset: Any, atol: Any) -> None:
     if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= newest:
         raise ConfigError(f"opset is an ONNX opset version from {MIN_OPSET} to {newest} (the installed onnx's newest), "
                           f"got {opset!r}")
-    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not math.isfinite(atol) or atol <= 0:
+    if isinstance(atol, float) and not math.isfinite(atol):
+        raise ConfigError(f"{argument('atol')} must be a finite number, got {atol!r}")
+    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or atol <= 0:
         raise ConfigError(f"atol is the largest logit difference from PyTorch an export may have, a number above 0, got {atol!r}")
 
 
