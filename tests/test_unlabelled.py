@@ -106,6 +106,77 @@ def test_an_empty_answers_cell_is_an_unlabelled_question(tmp_path):
         load_squad(path, needs_gold="evaluation")
 
 
+# Answers under a key the reader does not read: a refusal, or for questions to predict one note a file, names the key.
+ANSWER_ELSEWHERE = {
+    "answer": {"answer": {"text": "Paris", "answer_start": 0}},
+    "answer spans": {"answer": {"spans": ["Paris"]}},
+    "answer_text": {"answer_text": "Paris", "answer_start": 0},
+    "answers_spans": {"answers_spans": {"spans": ["Paris"]}},
+    "label": {"label": "Paris"},
+}
+
+
+def answers_elsewhere(tmp_path, extra, rows=1):
+    path = tmp_path / "elsewhere.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{n}", "question": "Capital?", "context": PARIS, **extra}) + "\n"
+                            for n in range(1, rows + 1)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", ANSWER_ELSEWHERE)
+def test_gold_needed_names_the_key_its_answers_are_under_and_the_key_read(tmp_path, case):
+    path = answers_elsewhere(tmp_path, ANSWER_ELSEWHERE[case])
+    key = next(iter(ANSWER_ELSEWHERE[case]))
+    with pytest.raises(DataFormatError, match=r"question without answers") as info:
+        load_squad(path, needs_gold="training")
+    assert f'the key "{key}" is not read' in str(info.value) and "read from 'answers'" in str(info.value)
+    assert info.value.source == f"{path}, line 1" and info.value.record == "q1"
+    with pytest.raises(DataFormatError, match=f'the key "{key}" is not read'):
+        list(stream_squad(path, needs_gold="tuning"))
+
+
+def test_a_table_column_of_answers_is_named_by_row(tmp_path):
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "elsewhere.csv"
+    path.write_text(f"id,question,context,answer_text,answer_start\nq1,Capital?,{PARIS},Paris,0\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"the key \"answer_text\" is not read.*row 0, record 'q1'"):
+        load_squad(path, needs_gold="evaluation")
+    rows = [{"question": "Capital?", "context": PARIS, "label": "Paris"}]
+    with pytest.raises(DataFormatError, match=r'the key "label" is not read.*in list of dicts, row 0'):
+        load_squad(rows, needs_gold="evaluation")
+    table = pd.DataFrame({"question": ["Capital?"], "context": [PARIS], "answer_spans": [np.array(["Paris"])]})
+    with pytest.raises(DataFormatError, match=r'the key "answer_spans" is not read'):  # a DataFrame cell of several spans
+        load_squad(table, needs_gold="evaluation")
+
+
+def test_questions_to_predict_with_answers_elsewhere_are_read_with_one_note_a_file(tmp_path):
+    import warnings
+
+    from bio_mrc.errors import InputNote
+
+    path = answers_elsewhere(tmp_path, {"answer": {"text": "Paris", "answer_start": 0}}, rows=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = load_squad(path)
+    assert [ex.answers for ex in data.examples] == [None, None, None]
+    notes = [str(w.message) for w in caught if issubclass(w.category, InputNote)]
+    assert len(notes) == 1 and f"{path}, line 1" in notes[0] and 'the key "answer" is not read' in notes[0]
+    assert "'answers'" in notes[0]
+
+
+def test_other_unknown_keys_stay_unnamed(tmp_path):
+    import warnings
+
+    path = answers_elsewhere(tmp_path, {"source": "wiki", "lang": "en", "label": None})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [ex.answers for ex in load_squad(path).examples] == [None]
+    with pytest.raises(DataFormatError, match="question without answers") as info:
+        load_squad(path, needs_gold="training")
+    assert "is not read" not in str(info.value)
+
+
 # The command line: predict and extract take them; train, tune, evaluate refuse them in one line.
 from bio_mrc.cli import main  # noqa: E402
 

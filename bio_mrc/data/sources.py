@@ -258,6 +258,26 @@ def near_miss(names: Iterable[Any]) -> tuple[str, str] | None:
     return None
 
 
+# A key's name that says it holds answers (other layouts': DROP's answer, answer_text columns, a label): a row with one
+# and no 'answers' is read as a question to predict, so its reader names the key it does not read.
+_ANSWER_LIKE = re.compile(r"answer|(?<![a-z])(?:labels?|spans?|gold)(?![a-z])")
+
+
+def answer_like_key(row: Mapping[Any, Any]) -> str | None:
+    """The first key of ``row`` beyond the columns bio_mrc reads whose name says it holds answers (``answer``,
+    ``answer_text``, ``answers_spans``, ``label``) and whose value is given (not null, empty or NaN), or None."""
+    known = (*REQUIRED_COLUMNS, *_OPTIONAL)
+    return next((key for key, value in row.items() if isinstance(key, str) and key not in known
+                 and _ANSWER_LIKE.search(key.lower()) and _given(value)), None)
+
+
+def _given(value: Any) -> bool:
+    """Not null, an empty string or NaN (a table's empty cell)."""
+    if value is None or isinstance(value, str):
+        return bool(value)
+    return not (isinstance(value, float) and value != value)
+
+
 def _bare_name(column: str) -> str:
     """``column`` in lower case without the whitespace and format characters (a byte-order mark, a zero-width space)
     around it."""

@@ -7,18 +7,19 @@ import bisect
 import hashlib
 import re
 import unicodedata
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..answer_text import mentions
 from ..arguments import check_flag, checked_limit, warn_limit_past
-from ..errors import argument
+from ..errors import InputNote, argument
 from ..json_syntax import json_value
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
 from .json_stream import Paragraph
-from .sources import foreign_layout, near_miss
+from .sources import answer_like_key, foreign_layout, near_miss
 from .mrqa import MISPLACED_SPANS
 from .one_answer import read_as_parts
 from .text import carries_text, check_context_length, check_text
@@ -173,7 +174,7 @@ def validated(
     checked_limit(limit)
     seen: set[str] = set()
     checked: Any = None  # the context last read whole: a paragraph's questions share it (one string)
-    places = _AnswerPlaces()
+    places, noted = _AnswerPlaces(), False
     for position, (qa, context, title, source, *place) in enumerate(questions, 1):
         try:
             example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None, position,
@@ -182,9 +183,8 @@ def validated(
             checked = context
             if example.id in seen:
                 raise DataFormatError("duplicate question id", example.id, source)
-            if needs_gold and not example.is_labelled:
-                raise DataFormatError(f"question without answers: {needs_gold} needs labelled questions ('answers', or "
-                                      "'is_impossible': true for an unanswerable one)", example.id, source)
+            if not example.is_labelled:
+                noted = _check_unlabelled(qa, example.id, source, needs_gold, noted)
         except DataFormatError as error:
             if not skip_invalid:
                 raise
@@ -196,6 +196,30 @@ def validated(
         yield example
         if limit is not None and len(seen) >= limit:
             return
+
+
+class AnswersElsewhereNote(InputNote):
+    """Questions read without answers that hold a key named as answers are (``answer``, ``answer_text``, ``label``),
+    which the reader does not read: said in one note a file, naming the first such question and its key."""
+
+
+# Where the reader reads a question's answers: a key of another name is not read.
+_ANSWERS_READ = "a question's answers are read from 'answers' ({text: [...], answer_start: [...]}, or a list of {text, answer_start})"
+
+
+def _check_unlabelled(qa: dict[str, Any], qid: str, source: str, needs_gold: str | None, noted: bool) -> bool:
+    """A question without answers refused where ``needs_gold`` says what needs them; one holding its answers under a
+    key the reader does not read names the key, in the refusal or (once a file: ``noted``) in an
+    :class:`AnswersElsewhereNote`. Whether the file's note is said, now or before."""
+    key = answer_like_key(qa)
+    unread = f"the key {json_value(key)} is not read: {_ANSWERS_READ}" if key is not None else None
+    if needs_gold:
+        raise DataFormatError(f"question without answers: {unread + '; ' if unread else ''}{needs_gold} needs labelled "
+                              "questions ('answers', or 'is_impossible': true for an unanswerable one)", qid, source)
+    if unread and not noted:
+        warnings.warn(AnswersElsewhereNote(f"{unread}, so a question without them is read as one to predict, with no gold "
+                                           f"(in {source}, record {qid!r}, and any like it)"), stacklevel=4)
+    return noted or unread is not None
 
 
 @dataclass
