@@ -54,6 +54,21 @@ def test_runs_of_blank_tokens_never_leave_a_bio_answer_empty(context, multi_span
     assert prediction.no_answer_score == pytest.approx(1.0)  # -r of the best span shown
 
 
+@pytest.mark.parametrize("n_best", [1, 3, 20])
+def test_blank_spans_take_no_candidates_place_in_a_multi_span_bio_answer(n_best):
+    """Each newline is likelier O than B but less so than "the": the best single spans are newlines, "the" comes sixth
+    and the most probable tag sequence is all O. A multi-span answer's ``n_best`` candidates are spans with text, as the
+    single answer's are: blank spans taking the first places left the answer of a small ``n_best`` empty."""
+    context = "the" + " \n" * 5
+    tokens = tokens_of(context)
+    bio = np.zeros((len(tokens) + 1, 3))
+    bio[2:] = [0.0, -9.0, 0.5]  # each newline: r = -0.5
+    bio[1] = [0.0, -9.0, 1.0]  # "the": r = -1
+    config = DecodeConfig(multi_span=True, n_best=n_best, bio_length_prior=0.0)
+    (prediction,) = decode(one_window(context, tokens, bio), [Example("q", "which?", context, None)], "bio", config)
+    assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
+
+
 def old_tag_spans(log_probs, merged, examples, max_length, n_best):
     return best_tag_spans(log_probs, merged.mask, max_length, n_best)
 

@@ -161,18 +161,19 @@ def expected_f1_answer(
 ) -> tuple[TagSpans, np.ndarray]:
     """:func:`expected_f1_tag_spans` from its two searches, already made: ``single`` (:func:`best_tag_spans`, best
     first, at least :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` where a row has them) and ``likeliest``
-    (:func:`likeliest_tag_spans`); the first ``n_candidates`` of ``single`` are candidates (all with None)."""
+    (:func:`likeliest_tag_spans`); the first ``n_candidates`` spans of ``single`` are candidates (all with None), a slot
+    left empty (-1: a span of blank text the caller took out) taking no candidate's place."""
     mask = np.asarray(mask, dtype=bool)
-    rows, starts, ends, rank = _candidate_spans(single, likeliest)
+    rows, starts, ends, rank, place = _candidate_spans(single, likeliest)
     keys = np.arange(len(rows)) if answer_keys is None else np.asarray(answer_keys(rows, starts, ends), dtype=np.int64)
     counted = _counted_mentions(rows, keys, rank)
-    rows, starts, ends, rank, keys = rows[counted], starts[counted], ends[counted], rank[counted], keys[counted]
+    rows, starts, ends, rank, place, keys = (column[counted] for column in (rows, starts, ends, rank, place, keys))
     lattice = _TagLattice(log_probs, mask)
     own = lattice.span_posteriors(rows, starts, ends)
     answer, standing, answer_posterior = _answers_of_spans(rows, keys, own)
     expected = _expected_answers(lattice.expected_spans(), rows, own, rows[standing], answer_posterior)
     limit = single.start.shape[1] if n_candidates is None else n_candidates
-    offered = np.isin(np.arange(len(standing)), answer[rank < limit])  # an answer with a mention among the candidates
+    offered = np.isin(np.arange(len(standing)), answer[place < limit])  # an answer with a mention among the candidates
     picked = np.flatnonzero(offered)[_expected_f1_choice(
         rows[standing[offered]], starts[standing[offered]], ends[standing[offered]], answer_posterior[offered], expected)]
     kept = _with_likely_mentions(standing[picked], np.isin(answer, picked) & (own >= 0.5), rows, starts, ends)
@@ -184,13 +185,16 @@ def expected_f1_answer(
 
 
 def _candidate_spans(single: SpanCandidates, likeliest: TagSpans) -> tuple[np.ndarray, ...]:
-    """(row, start, end, rank) of every distinct span of ``single`` and ``likeliest``, sorted by (row, start, end):
-    ``rank`` its best place in its row's ``single`` list, -1 for a span of the most probable sequence."""
+    """(row, start, end, rank, place) of every distinct span of ``single`` and ``likeliest``, sorted by (row, start,
+    end): ``rank`` its best slot in its row's ``single`` list and ``place`` its best place among the row's spans there
+    (empty slots skipped), both -1 for a span of the most probable sequence."""
     found = single.start >= 0
-    places = np.broadcast_to(np.arange(single.start.shape[1]), single.start.shape)
+    slots = np.broadcast_to(np.arange(single.start.shape[1]), single.start.shape)
+    places = np.cumsum(found, axis=1) - 1
+    likely = np.full(len(likeliest), -1)
     spans = np.concatenate([
-        np.stack([likeliest.row, likeliest.start, likeliest.end, np.full(len(likeliest), -1)], axis=1),
-        np.stack([np.nonzero(found)[0], single.start[found], single.end[found], places[found]], axis=1),
+        np.stack([likeliest.row, likeliest.start, likeliest.end, likely, likely], axis=1),
+        np.stack([np.nonzero(found)[0], single.start[found], single.end[found], slots[found], places[found]], axis=1),
     ]).astype(np.int64)
     _, first = np.unique(spans[:, :3], axis=0, return_index=True)  # first: the best place, rows listed best first
     return tuple(spans[first].T)
