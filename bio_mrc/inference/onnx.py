@@ -2,7 +2,7 @@
 
 ``export_onnx`` writes a folder that describes itself as a bio_mrc model folder does: ``model.onnx``
 (encoder inputs in, each head's logits out; batch and sequence axes dynamic), the tokenizer, the
-``config.json`` (heads, windows, tag level, tuned thresholds, length prior, calibration) and, last,
+``config.json`` (heads, windows, tag level, tuned thresholds, length prior, calibration, span-count rules) and, last,
 ``bio_mrc_export.json``, the format marker (exporter, opset, inputs, outputs, the logit differences
 measured against PyTorch at export). ``TrainedModel.load`` finds ``model.onnx`` and runs it through
 :class:`~bio_mrc.inference.onnx_runner.OnnxModel`, a :class:`~bio_mrc.inference.forward.WindowRunner`,
