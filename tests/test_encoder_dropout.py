@@ -180,9 +180,8 @@ def test_a_comparison_reports_config_reads_back_as_the_same_runs(tiny_encoder_di
     """The config a report holds (``compare`` writes ``config.to_dict()``), given to ``compare --config``, is the same
     runs: a default rate reads back unasked (FNet trains with its own attention), a rate given stays given, and every
     run keeps its model key and its run record."""
-    from types import SimpleNamespace
-
     from bio_mrc.config_schema import UnaskedFloat
+    from bio_mrc.harness.comparison_splits import Split
     from bio_mrc.harness.config import load_config, parse_config
     from bio_mrc.harness.models import check_model_sources, model_key
 
@@ -199,7 +198,7 @@ def test_a_comparison_reports_config_reads_back_as_the_same_runs(tiny_encoder_di
     unasked = [[isinstance(getattr(run.train, name), UnaskedFloat) for name in ("attention_dropout", "hidden_dropout")]
                for run in again.runs]
     assert unasked == [[True, True], [True, False], [False, False]]
-    split = SimpleNamespace(examples=[])
+    split = Split([], "squad-v1.1", "none")
     for before, after in zip(config.runs, again.runs):
         assert json.dumps(after.train.to_dict()) == json.dumps(before.train.to_dict())
         assert model_key(after.train, split) == model_key(before.train, split)

@@ -646,9 +646,10 @@ def test_the_cells_cache_follows_the_models_own_files_not_its_folder(tmp_path):
     from types import SimpleNamespace
 
     from bio_mrc.harness.compare import _cells_key
+    from bio_mrc.harness.comparison_splits import Split
 
     config = SimpleNamespace(decode=SimpleNamespace(n_best=20))
-    splits = SimpleNamespace(eval=SimpleNamespace(examples=[], task="squad-v1.1", parts=[]), tune=None)
+    splits = SimpleNamespace(eval=Split([], "squad-v1.1", "eval"), tune=None)
     model, same = tmp_path / "model", tmp_path / "elsewhere"
     for folder in (model, same):
         folder.mkdir()
@@ -665,10 +666,11 @@ def test_the_cells_cache_follows_the_task_the_questions_are_scored_as(tmp_path):
     from types import SimpleNamespace
 
     from bio_mrc.harness.compare import _cells_key
+    from bio_mrc.harness.comparison_splits import Split
 
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     config = SimpleNamespace(decode=SimpleNamespace(n_best=20))
-    keys = {_cells_key(config, SimpleNamespace(eval=SimpleNamespace(examples=[], task=task, parts=parts), tune=None), "fp32", tmp_path)
+    keys = {_cells_key(config, SimpleNamespace(eval=Split([], task, "eval", parts), tune=None), "fp32", tmp_path)
             for task, parts in [("squad-v1.1", []), ("answer-parts", []), ("multispanqa", [SimpleNamespace(task="multispanqa")]),
                                 ("multispanqa", [SimpleNamespace(task="quoref")])]}
     assert len(keys) == 4

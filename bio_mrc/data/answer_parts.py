@@ -42,7 +42,6 @@ def as_answer_parts(examples: Iterable[Example], source: str = "") -> list[Examp
     return list(read_as_parts(examples, source))
 
 
-
 def note_alternatives_read(data: SquadFile) -> None:
     """One :class:`AlternativesReadNote` where ``data``, read in a form whose listed answers mean either
     (``answers_either_way``), has questions listing several answers: a reader that names no format reads them as

@@ -35,7 +35,6 @@ from ..model import BioMrcConfig
 from ..precision import resolve_device, resolve_precision
 from ..precision_probe import MatrixShapes
 from ..progress import stage_bar
-from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
 from .config import CompareConfig, DataSpec, RunSpec
@@ -92,11 +91,11 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     """The cells this comparison reuses from an earlier report (``--cells-from``), checked to be its own."""
     if cells_from is None:
         return None
-    questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task, "eval_content": content_hash(splits.eval.examples),
+    questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task, "eval_content": splits.eval.content_hash,
                  "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
-                 "tune_content": content_hash(splits.tune.examples) if splits.tune else None,
+                 "tune_content": splits.tune.content_hash if splits.tune else None,
                  "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs},
-                 "train_content": {run.name: None if splits.folds else content_hash(splits.train_for(run).examples) for run in config.runs},
+                 "train_content": {run.name: None if splits.folds else splits.train_for(run).content_hash for run in config.runs},
                  "folds": held_out_hashes(splits.folds) if splits.folds else None,
                  "fold_training": {run.name: splits.training_hashes_for(run) for run in config.runs}}
     return load_earlier_cells(cells_from, config, questions)
@@ -198,7 +197,7 @@ def run_comparison(
 def _recorded(split: Split) -> dict[str, Any]:
     """A split as the report records it: its ids' hash, and the hash of its texts and answers (``content_hash``), by
     which ``--cells-from`` tells a data file edited in place, its ids kept."""
-    return {**split.describe(), "content_hash": content_hash(split.examples)}
+    return {**split.describe(), "content_hash": split.content_hash}
 
 
 def train_models(
@@ -350,8 +349,8 @@ def _cells_key(config: CompareConfig, splits: Splits, precision: str, model_dir:
     precision of the forward passes (resolved: :func:`answering_precision`) and the code that scores them
     (:func:`bio_mrc.harness.scoring.cells_code_fingerprint`)."""
     blob = json.dumps({
-        "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": precision,
-        "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": cells_code_fingerprint(),
+        "decode": config.decode.__dict__, "eval": splits.eval.content_hash, "precision": precision,
+        "tune": splits.tune.content_hash if splits.tune else None, "code": cells_code_fingerprint(),
         "model": starting_point_digest(model_dir), "tasks": _split_tasks(splits),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

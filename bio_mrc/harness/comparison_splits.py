@@ -3,6 +3,7 @@ files, and k folds for cross-validation; the same entry always gives the same qu
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,7 @@ from ..errors import ConfigError, LimitPastDataWarning, argument  # noqa: F401 (
 from ..json_syntax import json_value
 from ..plurals import counted, number_form
 from ..question_fingerprint import question_hashes
-from ..types import Example
+from ..types import Example, content_hash
 from .config import CompareConfig, DataSpec, RunSpec
 
 
@@ -51,6 +52,12 @@ class Split:
     @property
     def ids(self) -> list[str]:
         return [ex.id for ex in self.examples]
+
+    @functools.cached_property
+    def content_hash(self) -> str:
+        """:func:`~bio_mrc.types.content_hash` of its questions, computed once: a comparison names its models, its
+        cells' cache and its report's questions by it."""
+        return content_hash(self.examples)
 
     @property
     def data_sets(self) -> list[list[str]]:

@@ -25,7 +25,6 @@ from ..training.train import TrainConfig, load_run_record, train_model
 from ..training.run_checks import check_best_metric, check_run_options, check_windows_fit
 from ..training.trainer import encoder_dropout, source_encoder_config
 from ..training.training_args import check_run_trackers
-from ..types import content_hash
 from .config import RunSpec
 from .comparison_splits import Split
 
@@ -33,9 +32,9 @@ from .comparison_splits import Split
 def model_key(train: TrainConfig, train_split: Split, chosen_on: Split | None = None) -> str:
     """Same configuration on the same training questions -> same key -> the model is reused. A model that keeps its
     best checkpoint by the scores on held-out questions (``chosen_on``: ``load_best_model_at_end``) is those questions' too."""
-    content = {"train": train.to_dict(), "questions": content_hash(train_split.examples)}
+    content = {"train": train.to_dict(), "questions": train_split.content_hash}
     if chosen_on is not None:
-        content["checkpoint_chosen_on"] = content_hash(chosen_on.examples)
+        content["checkpoint_chosen_on"] = chosen_on.content_hash
     blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
