@@ -18,6 +18,7 @@ import torch
 
 from bio_mrc.cli import build_parser, main
 from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import BioMrcError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.inference.onnx import (
@@ -483,3 +484,21 @@ def test_the_export_card_says_it_is_an_onnx_export_and_keeps_saying_so(onnx_dir,
                 f"its logits within {TOLERANCE:g} of PyTorch's) of the bio_mrc model `.../") in card.text
         assert "ONNX Runtime" in card.text
         write_model_card(folder)
+
+
+@pytest.mark.slow
+def test_tune_tunes_an_export_as_it_does_a_model_folder(onnx_dir, tmp_path, capsys):  # noqa: F811
+    """An export keeps the settings its source had when exported; `tune` on the export's own folder is the way to a
+    tuned export: its copy keeps the graph and the marker, loads as an export and decodes with the tuned settings."""
+    out = tmp_path / "tuned-export"
+    assert main(["tune", "--model", str(onnx_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--min-calibration-questions", "8"]) == 0
+    capsys.readouterr()
+    assert (out / "model.onnx").read_bytes() == (onnx_dir / "model.onnx").read_bytes()
+    assert (out / "bio_mrc_export.json").read_bytes() == (onnx_dir / "bio_mrc_export.json").read_bytes()
+    config = json.loads((out / "config.json").read_text())
+    assert config["tuned_on"]["questions"] == 8 and config["bio_length_prior"] is not None
+    assert json.loads((onnx_dir / "config.json").read_text()).get("tuned_on") is None  # the export itself untouched
+    tuned = TrainedModel.load(out)
+    assert tuned.backend == "onnx"
+    assert tuned.decode_config(DecodeConfig()).bio_length_prior == config["bio_length_prior"]
