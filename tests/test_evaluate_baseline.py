@@ -202,3 +202,26 @@ def test_resamples_without_a_baseline_is_refused(capsys, four):
     assert code == 2 and out == ""
     assert err.strip() == ("error: --resamples 500: the bootstrap resamples of --baseline's paired difference; give "
                            "--baseline OLD to compare --predictions with, or drop --resamples")
+
+
+def test_the_difference_is_of_the_scores_the_no_answer_probabilities_give(capsys, four):
+    """Records with a ``no_answer_probability`` above 1 abstain in the official ``exact`` and ``f1`` (its default
+    threshold): the paired difference is of those scores, not of the answers as written. q2's new answer "blue" is
+    right, but its probability 3.0 abstains on an answerable question (0); the baseline's "sky" is wrong (0) at 0.2.
+    New: q1, q3 (2/3) and q4 wrong; old: q1 and q3 right. So new − old is 0 − 100 on q3 (EM), 2/3·100 − 100 (F1)."""
+    data, write = four
+    data.write_text(data.read_text().replace('"version": "1.1"', '"version": "2.0"'))
+    probabilities = {"q1": 0.1, "q2": 3.0, "q3": 0.5, "q4": 0.9}
+    new = write("new.json", [{"id": qid, "prediction_text": answer, "no_answer_probability": probabilities[qid]}
+                             for qid, answer in NEW.items()])
+    old = write("old.json", [{"id": qid, "prediction_text": answer, "no_answer_probability": 0.2}
+                             for qid, answer in OLD.items()])
+    code, out, err = run(capsys, data, "--predictions", new, "--baseline", old)
+    assert code == 0, err
+    record = json.loads(out)
+    assert (record["predictions"]["exact"], record["baseline"]["exact"]) == (25.0, 50.0)
+    for metric in ("exact", "f1"):
+        assert record["difference"][metric]["diff"] == pytest.approx(record["predictions"][metric] - record["baseline"][metric],
+                                                                     abs=1e-9)
+    assert record["difference"]["exact"]["diff"] == -25.0
+    assert (record["answers_changed"], record["better"], record["worse"]) == (3, 0, 1)

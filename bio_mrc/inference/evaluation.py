@@ -23,7 +23,8 @@ class Evaluation:
     of the questions), the questions chosen (``scored``), the task and the number of questions it scored
     (``questions``), and the ids of those that the predictions (``missing``) or the no-answer probabilities
     (``missing_probs``, read from ``probs_source``) leave out; ``gold`` and ``answers``, each scored question's gold
-    texts and the file's answers to them, as the scorer read them."""
+    texts and the file's answers to them, as the scorer read them; ``na_probs``, the no-answer probabilities scored
+    with them (None: none given)."""
 
     metrics: dict[str, Any]
     scored: ScoredQuestions
@@ -34,6 +35,7 @@ class Evaluation:
     probs_source: str | None = None
     gold: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     answers: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    na_probs: dict[str, float] | None = field(default=None, repr=False, compare=False)
 
 
 def check_prediction_files(predictions: str | Path, na_probs: str | Path | None = None) -> None:
@@ -95,7 +97,7 @@ def scored_evaluation(
     probs, missing_probs = (load_na_probs(probs_given, list(gold), strict=strict, unscored=unscored, data=name)
                             if probs_given is not None else (None, []))
     metrics = {**registry.resolve(task.official)(task, gold, answers, probs), **scored.record}
-    return Evaluation(metrics, scored, task, len(gold), missing, missing_probs, probs_source, dict(gold), answers)
+    return Evaluation(metrics, scored, task, len(gold), missing, missing_probs, probs_source, dict(gold), answers, probs)
 
 
 def _check_arguments(data: Any, predictions: Any, na_probs: Any, task: Any, limit: Any) -> None:

@@ -71,7 +71,8 @@ def compare_predictions(
     options = dict(task=task, limit=limit, only_predicted=only_predicted, strict=strict, name=name, note=note or said)
     new = scored_evaluation(data, predictions, **options)
     old = scored_evaluation(data, baseline, **{**options, "note": lambda scored: None})  # the same subset, said once
-    paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed)
+    paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed, na_probs=new.na_probs,
+                           baseline_na_probs=old.na_probs)
     named = {_official_name(metric, new.metrics): result for metric, result in paired.differences.items()}
     return PairedEvaluation(new, old, replace(paired, differences=named), n_resamples, seed)
 

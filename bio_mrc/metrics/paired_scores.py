@@ -13,6 +13,7 @@ from .. import registry
 from ..errors import ConfigError
 from ..types import Prediction
 from .multispan_official import f1_from_count_sums
+from .squad_official import NO_ANSWER_THRESHOLD
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapResult, paired_bootstrap, paired_bootstrap_ratio
 
 
@@ -32,12 +33,16 @@ class PairedScores:
 
 def paired_scores(
     task: registry.TaskEntry, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Any], baseline: Mapping[str, Any],
-    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, *,
+    na_probs: Mapping[str, float] | None = None, baseline_na_probs: Mapping[str, float] | None = None,
 ) -> PairedScores:
     """``answers`` against ``baseline`` (each ``{id: answer}`` as the task scores it; a question left out is answered
-    with nothing) on every question of ``gold``: the resamples draw the same question indices for every metric."""
+    with nothing) on every question of ``gold``: the resamples draw the same question indices for every metric.
+    ``na_probs`` and ``baseline_na_probs``: each side's no-answer probabilities, if any; a question whose probability
+    is above the official default threshold abstains, as in that side's official ``exact`` and ``f1``."""
     ids = list(gold)
-    new, old = _columns(task, gold, answers, ids), _columns(task, gold, baseline, ids)
+    answers, baseline = _abstaining(task, answers, na_probs), _abstaining(task, baseline, baseline_na_probs)
+    new, old = _columns(task, gold, answers, ids, na_probs), _columns(task, gold, baseline, ids, baseline_na_probs)
     if task.summary == registry.SUMMED_SPAN_COUNTS:
         differences = {metric: paired_bootstrap_ratio(new["counts"], old["counts"], _count_f1(metric), n_resamples, seed=seed)
                        for metric in task.data_set_metrics}
@@ -50,6 +55,14 @@ def paired_scores(
         raise ConfigError(f"task {task.name!r} is summarised by {task.summary!r}, which has no paired difference")
     changed = sum(_key(task, _given(task, answers, qid)) != _key(task, _given(task, baseline, qid)) for qid in ids)
     return PairedScores(differences, len(ids), int(changed), int(np.sum(step > 0)), int(np.sum(step < 0)), task.statistic)
+
+
+def _abstaining(task: registry.TaskEntry, answers: Mapping[str, Any], na_probs: Mapping[str, float] | None) -> Mapping[str, Any]:
+    """``answers`` with the task's answer of nothing where ``na_probs`` abstains (above the official threshold)."""
+    if na_probs is None:
+        return answers
+    return {qid: task.answer(Prediction(qid)) if na_probs.get(qid, -np.inf) > NO_ANSWER_THRESHOLD else answer
+            for qid, answer in answers.items()}
 
 
 def _given(task: registry.TaskEntry, answers: Mapping[str, Any], qid: str) -> Any:
@@ -66,9 +79,12 @@ def _key(task: registry.TaskEntry, answer: Any) -> str:
 
 
 def _columns(task: registry.TaskEntry, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Any],
-             ids: list[str]) -> dict[str, np.ndarray]:
+             ids: list[str], na_probs: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+    """The task's per-question columns; with ``na_probs`` (only SQuAD's scorer takes them) after its threshold."""
     given = {qid: _given(task, answers, qid) for qid in ids}
-    return {name: np.asarray(values, dtype=np.float64) for name, values in registry.resolve(task.score)(task, gold, given, ids).items()}
+    extra = {} if na_probs is None else {"na_probs": na_probs}
+    columns = registry.resolve(task.score)(task, gold, given, ids, **extra)
+    return {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
 
 
 def _count_f1(metric: str):

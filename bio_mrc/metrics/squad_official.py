@@ -77,17 +77,27 @@ def question_scores(truths: Sequence[str], prediction: str, version: str) -> tup
     return float(max(exact_match_score(prediction, t) for t in truths)), max(f1_score(prediction, t) for t in truths)
 
 
+# The official v2.0 script's default --na-prob-thresh: a question abstains where its no-answer probability is above it.
+NO_ANSWER_THRESHOLD = 1.0
+
+
 def per_question_scores(
-    gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str], ids: Sequence[str], version: str
+    gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str], ids: Sequence[str], version: str,
+    na_probs: Mapping[str, float] | None = None, na_prob_thresh: float = NO_ANSWER_THRESHOLD,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact match and F1 (0..100) of every question in ``ids``, for paired comparisons.
 
     Their means are the official ``exact_match``/``f1`` (v1.1) or ``exact``/``f1``
     (v2.0, before any threshold) over these questions: exact match to the last digit, F1 to about 1e-12
     (scaled per question and summed in another order than the scripts' ``100 * sum / total``).
+    With ``na_probs`` (v2.0), a question whose no-answer probability is above ``na_prob_thresh`` abstains, as in
+    :func:`squad_v2_metrics`: 100 if it is unanswerable, else 0 (an id ``na_probs`` lacks answers).
     """
     version = squad_version(version)
     scores = np.array([question_scores(gold[qid], predictions[qid], version) for qid in ids], dtype=np.float64).reshape(-1, 2)
+    if na_probs is not None:
+        abstains = np.array([na_probs.get(qid, -math.inf) > na_prob_thresh for qid in ids], dtype=bool)
+        scores[abstains] = np.array([float(not gold[qid]) for qid in ids])[abstains, None]
     return 100.0 * scores[:, 0], 100.0 * scores[:, 1]
 
 
@@ -212,7 +222,7 @@ def squad_v2_metrics(
     gold: Mapping[str, Sequence[str]],
     predictions: Mapping[str, str],
     na_probs: Mapping[str, float] | None = None,
-    na_prob_thresh: float = 1.0,
+    na_prob_thresh: float = NO_ANSWER_THRESHOLD,
     missing_as_wrong: bool = False,
 ) -> dict[str, float]:
     """The ``evaluate-v2.0.py`` numbers, keys in its order.

@@ -16,9 +16,14 @@ from .squad_official import per_question_scores, squad_metrics
 CORRECT_F1 = 50.0  # an answer is right when its official F1 is above this (percent)
 
 
-def squad_question_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], ids: Sequence[str]) -> dict[str, np.ndarray]:
-    """Official SQuAD exact match and F1 (0..100) of every question, by the task's scorer version."""
-    em, f1 = per_question_scores(gold, answers, ids, task.squad_version)
+def squad_question_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], ids: Sequence[str],
+                          na_probs: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+    """Official SQuAD exact match and F1 (0..100) of every question, by the task's scorer version; with no-answer
+    probabilities, v2.0's after its default threshold, whose means are :func:`squad_official`'s ``exact`` and ``f1``."""
+    if na_probs is None:
+        em, f1 = per_question_scores(gold, answers, ids, task.squad_version)
+    else:
+        em, f1 = per_question_scores(gold, answers, ids, "2.0", na_probs)
     return {"em": em, "f1": f1}
 
 
