@@ -49,11 +49,14 @@ def check_revision_given(revision: object) -> None:
                           "one, or leave it out for the default branch")
 
 
-def local_folder(name_or_path: str | Path, what: str = "model folder", revision: str | None = None) -> Path:
+def local_folder(name_or_path: str | Path, what: str = "model folder", revision: str | None = None, *,
+                 token: str | bool | None = None, cache_dir: str | Path | None = None, local_files_only: bool = False) -> Path:
     """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first) at
     ``revision`` (a branch, a tag or a commit hash; None: the default branch). ``what`` names the thing in the error
-    (``"model folder"``, ``"encoder"``)."""
-    return checked_local_path(name_or_path, what, revision) or hub_snapshot(str(name_or_path), what, revision)
+    (``"model folder"``, ``"encoder"``); ``token``, ``cache_dir`` and ``local_files_only`` read the hub as transformers'
+    loaders read it with them (:func:`hub_snapshot`)."""
+    return checked_local_path(name_or_path, what, revision) or hub_snapshot(
+        str(name_or_path), what, revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only)
 
 
 def checked_local_path(name_or_path: str | Path, what: str = "model folder", revision: str | None = None) -> Path | None:
@@ -141,26 +144,31 @@ def offline_variable() -> str:
                 OFFLINE_VARIABLES[0])
 
 
-def hub_snapshot(repo_id: str, what: str = "model folder", revision: str | None = None) -> Path:
+def hub_snapshot(repo_id: str, what: str = "model folder", revision: str | None = None, *, token: str | bool | None = None,
+                 cache_dir: str | Path | None = None, local_files_only: bool = False) -> Path:
     """The local snapshot of hub repository ``repo_id`` at ``revision`` (None: the default branch): the cached one,
-    else downloaded unless offline."""
+    else downloaded unless offline or ``local_files_only``. ``token`` (None: the stored login) and ``cache_dir`` (None:
+    the Hugging Face cache) are huggingface_hub's."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
+    # only those given, so huggingface_hub's own defaults hold otherwise
+    fetch = {name: value for name, value in (("token", token), ("cache_dir", cache_dir)) if value is not None}
     try:
-        return Path(snapshot_download(repo_id, revision=revision, local_files_only=True))
+        return Path(snapshot_download(repo_id, revision=revision, local_files_only=True, **fetch))
     except LocalEntryNotFoundError:
-        if constants.HF_HUB_OFFLINE:
+        if constants.HF_HUB_OFFLINE or local_files_only:
             variable = offline_variable()
             cached = "the hub id" if revision is None else f"revision {revision!r} of the hub id"
+            why = (f"{variable} is set, so the hub is not asked: unset {variable} to download it" if constants.HF_HUB_OFFLINE
+                   else "local_files_only=True, so the hub is not asked: leave it out to download it")
             raise ModelFormatError(
-                f"no such local {what}, and {cached} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}); "
-                f"{variable} is set, so the hub is not asked: unset {variable} to download it, or pass a local folder",
-                repo_id) from None
+                f"no such local {what}, and {cached} is not in the Hugging Face cache ({cache_dir or constants.HF_HUB_CACHE}); "
+                f"{why}, or pass a local folder", repo_id) from None
     try:
-        folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=list(MODEL_FILES)))
+        folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=list(MODEL_FILES), **fetch))
         if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.onnx")):
-            folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*MODEL_FILES, *PICKLED_WEIGHTS]))
+            folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*MODEL_FILES, *PICKLED_WEIGHTS], **fetch))
         return folder
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as err:
         raise ModelFormatError(

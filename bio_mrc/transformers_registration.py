@@ -71,7 +71,8 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
     """``pipeline("bio-mrc-qa", model=HUB_ID)`` reads the id's snapshot as every other door does (:mod:`bio_mrc.hub`:
     the cache first, the hub once, one line naming the id), not through transformers' own lookups, which ask an
     unreachable hub again and again (some 5 retries a file: minutes) before they read the cache; ``revision=`` (a
-    branch, a tag or a commit hash) picks the snapshot the same way. A local folder, or a path that names none, is
+    branch, a tag or a commit hash) picks the snapshot the same way. ``token=``, ``local_files_only=`` and ``model_kwargs``' ``cache_dir``
+    are read as transformers' own lookups read them. A local folder, or a path that names none, is
     checked as every other door checks it before transformers reads it, so a folder that holds no model is the same
     one line, not transformers' error."""
     made = module.pipeline
@@ -85,7 +86,7 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
             from .hub import named_as_given
 
             name, revision = str(model), kwargs.pop("revision", None)  # the snapshot is the revision: none is left to resolve
-            folder = import_module(PIPELINE_MODULE).checked_model_folder(name, revision, kwargs.get("device"))
+            folder = import_module(PIPELINE_MODULE).checked_model_folder(name, revision, kwargs.get("device"), **_hub_options(kwargs))
             with named_as_given(name, folder):  # the snapshot's errors name the id given
                 return made(task, str(folder), *args, **kwargs)
         return made(task, model, *args, **kwargs)
@@ -95,6 +96,14 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
     top = sys.modules.get("transformers")
     if top is not None and top.__dict__.get("pipeline") is made:  # looked up through transformers already
         top.pipeline = pipeline
+
+
+def _hub_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What of ``pipeline()``'s keywords reads the hub as transformers' own lookups would: its ``token``,
+    ``local_files_only`` and ``model_kwargs``' ``cache_dir``, where given."""
+    model_kwargs = kwargs.get("model_kwargs") if isinstance(kwargs.get("model_kwargs"), dict) else {}
+    given = {"token": kwargs.get("token"), "cache_dir": model_kwargs.get("cache_dir"), "local_files_only": kwargs.get("local_files_only")}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 WATCHED: dict[str, Callable[[ModuleType], None]] = {

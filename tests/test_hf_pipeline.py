@@ -727,6 +727,20 @@ def test_num_workers_is_taken_as_every_transformers_pipeline_takes_it(qa):
         qa({"question": QUESTIONS[0], "context": CONTEXT, "num_workers": 2})
 
 
+def test_local_files_only_given_to_a_call_is_refused_naming_the_constructor(qa):
+    """``qa(..., local_files_only=True)`` answered as without it (the option reads the hub where the model loads), and
+    a dict holding it was told to pass it as a keyword of the call, where it did nothing."""
+    from bio_mrc.errors import ConfigError
+
+    asked = {"question": QUESTIONS[0], "context": CONTEXT}
+    line = (r"^local_files_only reads the Hugging Face cache alone where the model loads: give it to pipeline\(\"bio-mrc-qa\", "
+            r"model=\.\.\., local_files_only=True\); a call reads no model files$")
+    for given in ((), ([asked],), (iter([asked]),)):
+        with pytest.raises(ConfigError, match=line):
+            qa(*given, **({} if given else asked), local_files_only=True)
+    assert qa({**asked, "local_files_only": True}) == qa(**asked)  # a data set's column of that name is no option
+
+
 def test_input_dicts_given_one_after_another_are_answered_as_their_list(qa):
     """``qa(dict1, dict2)``, which the old pipeline answered as ``qa([dict1, dict2])``, was refused: ``the question is
     a string or a list of strings; got a dict``."""

@@ -246,6 +246,51 @@ def test_the_pipeline_reads_a_hub_id_through_the_cache_as_every_door_does(offlin
         pipeline("bio-mrc-qa", model="org/missing", device="cpu")
 
 
+def recorded_hub(monkeypatch) -> list[dict]:
+    """The hub online but never reached: each ``snapshot_download`` call's options, a cache miss for every id (a
+    download raises, naming the hub)."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    calls: list[dict] = []
+
+    def snapshot_download(repo_id, **options):
+        calls.append(options)
+        raise LocalEntryNotFoundError("not cached") if options.get("local_files_only") else OSError("the hub was asked")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    return calls
+
+
+def test_the_pipeline_given_local_files_only_reads_the_cache_alone(monkeypatch, offline_cache):
+    """pipeline(..., local_files_only=True) of a hub id the cache lacked downloaded it: transformers' option was taken
+    and passed over."""
+    from transformers import pipeline
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    qa = pipeline("bio-mrc-qa", model="org/tiny-qa", local_files_only=True, device="cpu")  # a cached id: read as ever
+    assert qa.model.name_or_path == str(offline_cache / "models--org--tiny-qa" / "snapshots" / "0123abcd")
+    calls = recorded_hub(monkeypatch)
+    with pytest.raises(ModelFormatError, match=r"^no such local model folder, and the hub id is not in the Hugging Face "
+                                               r"cache \(\S+\); local_files_only=True, so the hub is not asked: .*\(in org/name\)$"):
+        pipeline("bio-mrc-qa", model="org/name", local_files_only=True, device="cpu")
+    assert [options["local_files_only"] for options in calls] == [True]
+    with pytest.raises(ConfigError, match=r"^local_files_only is true or false, got 'yes'$"):
+        pipeline("bio-mrc-qa", model="org/name", local_files_only="yes", device="cpu")
+
+
+def test_the_pipeline_reads_a_hub_id_with_the_token_and_cache_folder_given(monkeypatch, tmp_path):
+    """pipeline(..., token=..., model_kwargs={"cache_dir": ...}) of a hub id looked in the default cache and asked the
+    hub without the token (a gated or private model was refused), then left both to transformers, which read the
+    snapshot folder."""
+    from transformers import pipeline
+
+    calls = recorded_hub(monkeypatch)
+    with pytest.raises(ModelFormatError, match=r"the hub was asked.*\(in org/private\)$"):
+        pipeline("bio-mrc-qa", model="org/private", token="hf_abc", model_kwargs={"cache_dir": str(tmp_path)}, device="cpu")
+    assert [(options.get("token"), options.get("cache_dir")) for options in calls] == [("hf_abc", str(tmp_path))] * 2
+
+
 COMMIT = "0123456789abcdef0123456789abcdef01234567"  # a commit hash as the hub writes one: 40 hex digits
 
 

@@ -17,7 +17,8 @@ best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
 * every decoding: the softmax of the decoding's span scores over the question's n-best spans
   (``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint, ``r`` for bio, the tag
   log-likelihood ratio of the sequence holding only that span against all-O, with the tuned length
-  prior), as the old pipeline's post-processing, always over the best 20 spans whatever ``top_k`` is
+  prior), as transformers' ``run_qa`` example post-processes (the old pipeline scored P(start)·P(end)),
+  always over the best 20 spans whatever ``top_k`` is
   (:func:`~bio_mrc.decoding.shares.nbest_shares`: a span past them gets ``exp(score)`` over the same sum),
   so asking for more alternatives changes no answer's ``score`` or ``probability``; with ``multi_span``,
   span and joint: each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same shares);
@@ -89,6 +90,11 @@ DROPPED_OPTIONS = {
     "data": _OLD_INPUTS.format(name="data"),
     "topk": "topk is transformers 4's spelling of top_k, which transformers 5 dropped: give top_k={value!r}",
     "padding": "padding changes no answer: a bio_mrc model pads each batch of windows itself; leave it out",
+}
+# Options of loading the model, which transformers' pipeline() hands to the constructor too: a call that gives one is refused.
+LOADING_OPTIONS = {
+    "local_files_only": ("local_files_only reads the Hugging Face cache alone where the model loads: give it to "
+                         "pipeline(\"bio-mrc-qa\", model=..., local_files_only=True); a call reads no model files"),
 }
 _WARNING_ONCE = threading.Lock()  # calls from several threads warn of a constructor's default once between them
 
@@ -188,6 +194,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         as every transformers pipeline takes it and changes nothing: the windows are cut in this process."""
         if num_workers is not None:
             check_num_workers(num_workers)
+        if loading := sorted(LOADING_OPTIONS.keys() & kwargs.keys()):
+            raise ConfigError(LOADING_OPTIONS[loading[0]])
         # refused now (for a stream, not at the first next()); transformers checks them again for each chunk
         options = {name: value for name, value in kwargs.items() if name not in ("question", "context")}
         self._warn_never_abstains(self._sanitize_parameters(**options)[2])
@@ -286,13 +294,15 @@ class _Questions:
     last: bool = True  # the last chunk of them
 
 
-def checked_model_folder(name: str, revision: str | None = None, device: Any = None) -> Path:
+def checked_model_folder(name: str, revision: str | None = None, device: Any = None, **hub: Any) -> Path:
     """The local folder of the model ``name`` (a folder, or a hub id's snapshot at ``revision``, the cache first) as
     ``pipeline("bio-mrc-qa", model=name)`` reads it, refused in the line every other door gives before transformers
     reads a file of it (:func:`~bio_mrc.inference.loading.check_folder_to_load`); a refusal names it as given.
-    ``device`` is checked first (:func:`~bio_mrc.precision.pipeline_device`), as every door checks its options first."""
+    ``device`` is checked first (:func:`~bio_mrc.precision.pipeline_device`), as every door checks its options first.
+    ``hub``: the pipeline's ``token``, ``cache_dir`` and ``local_files_only``, as :func:`~bio_mrc.hub.local_folder` takes them."""
     pipeline_device(device)
-    folder = local_folder(name, revision=revision)
+    hub["local_files_only"] = check_flag(hub.get("local_files_only", False), "local_files_only")
+    folder = local_folder(name, revision=revision, **hub)
     export_device(device, model_backend(folder) == "onnx", name)
     with named_as_given(name, folder):
         check_folder_to_load(folder)
@@ -376,10 +386,11 @@ def _given(item: dict, name: str, index: int) -> Any:
 
 @functools.cache  # read for every input: the signature is the class's, fixed once imported
 def call_options() -> tuple[str, ...]:
-    """The names a call takes as options (``_sanitize_parameters``'s, the refused window options, ``batch_size`` and
-    ``num_workers``)."""
+    """The names a call takes as options (``_sanitize_parameters``'s but the loading options, the refused window
+    options, ``batch_size`` and ``num_workers``)."""
     named = inspect.signature(BioMrcQuestionAnsweringPipeline._sanitize_parameters).parameters.values()
-    return (*(p.name for p in named if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"), *WINDOW_OPTIONS, "batch_size", "num_workers")
+    taken = (p.name for p in named if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in ("self", *LOADING_OPTIONS))
+    return (*taken, *WINDOW_OPTIONS, "batch_size", "num_workers")
 
 
 def check_input_keys(item: dict, index: int) -> None:
