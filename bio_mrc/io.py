@@ -290,6 +290,12 @@ def _atomic_binary(path: Path) -> Iterator[Any]:
     fsync_dir(path.parent)
 
 
+def is_temporary_of(name: str, target: str) -> bool:
+    """Whether ``name`` is the temporary file an atomic write of ``target`` (a name in the same folder) makes, as
+    :func:`_staged_binary` names it: what a process killed while writing ``target`` leaves."""
+    return re.fullmatch(rf"\.{re.escape(target)}\.\d+\.[0-9a-f]{{8}}\.tmp", name) is not None
+
+
 @contextlib.contextmanager
 def _staged_binary(path: Path) -> Iterator[tuple[Any, Path]]:
     """A binary handle on a new temporary file beside ``path``, and its name; the file is removed unless renamed."""

@@ -182,6 +182,7 @@ def _stopped_while_saving(trained_dir, folder):
     (folder / "README.md").unlink()
     step = json.loads((folder / "training_log.json").read_text(encoding="utf-8"))[-1]["step"]
     (folder / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    shutil.copy(folder / "model.safetensors", folder / "checkpoints" / f"checkpoint-{step}")  # the last checkpoint's weights are the model's
     (folder / "checkpoints" / "bio_mrc_train_config.json").write_text("{}")
     return folder
 

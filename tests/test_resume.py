@@ -333,3 +333,36 @@ def test_a_checkpoints_words_that_read_as_none_are_refused_before_the_model_load
     with pytest.raises(ResumeError) as refused:
         train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
     assert str(refused.value) == f"cannot resume from {checkpoint}: {problem}"
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_a_checkpoint_file_cut_short_is_one_line_before_the_model_loads(config, examples, killed_dir, monkeypatch, name):
+    """A weights or state file cut short or edited (a copy, a full disk) was a safetensors or torch traceback once the
+    windows were built and training had begun."""
+    from bio_mrc.training import train
+
+    monkeypatch.setattr(train, "fresh_model_and_tokenizer", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    checkpoint = killed_dir / CHECKPOINT_DIR / "checkpoint-15"
+    with open(checkpoint / name, "r+b") as file:
+        file.truncate(10)
+    with pytest.raises(ResumeError) as refused:
+        train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    assert str(refused.value).startswith(f"cannot resume from {checkpoint}: {name} ") and "\n" not in str(refused.value)
+    assert str(refused.value).endswith(f"delete {killed_dir / CHECKPOINT_DIR} to start over")
+
+
+def test_a_temporary_file_of_the_options_record_left_by_a_kill_is_bio_mrcs_and_removed(tmp_path):
+    """A kill while the options record was written left its temporary file, which every later run, --resume too,
+    refused as a file bio_mrc did not write: the folder could neither be resumed nor trained into again."""
+    from bio_mrc.training.checkpoints import checkpoint_to_resume
+    from bio_mrc.training.output_folder import check_output_folder, checkpoint_strangers
+
+    folder = tmp_path / CHECKPOINT_DIR
+    folder.mkdir()
+    (folder / f".{TRAIN_CONFIG_FILE}.4242.0a1b2c3d.tmp").write_text('{"tr')
+    assert checkpoint_strangers(folder) == []
+    check_output_folder(tmp_path, overwrite=False)
+    checkpoint_to_resume(folder, {"train": {}, "questions": "h"}, True, True, True, False)
+    assert sorted(p.name for p in folder.iterdir()) == [TRAIN_CONFIG_FILE]
+    (folder / f".{TRAIN_CONFIG_FILE}.x.tmp").write_text("")  # no temporary name bio_mrc makes
+    assert checkpoint_strangers(folder) == [f".{TRAIN_CONFIG_FILE}.x.tmp"]

@@ -64,6 +64,15 @@ def test_a_count_transformers_takes_but_trainer_cannot_use_is_refused_before_tra
     assert TrainConfig(training_args={name: 2}).training_args == {name: 2}
 
 
+@pytest.mark.parametrize("value", [0, -2])
+def test_a_step_count_that_trains_other_steps_than_asked_is_refused_before_training(value):
+    """max_steps 0 trained one step; below -1 it trained the epochs, as -1 (unset) does."""
+    with pytest.raises(ConfigError, match=rf"^training_args: max_steps is a number of optimizer steps from 1, or -1 \(the epochs decide\), got {value}$"):
+        TrainConfig(training_args={"max_steps": value})
+    assert TrainConfig(training_args={"max_steps": -1}).training_args == {"max_steps": -1}
+    assert TrainConfig(training_args={"max_steps": 1}).training_args == {"max_steps": 1}
+
+
 @pytest.mark.parametrize("name, value, what", [("max_grad_norm", "x", "a number"), ("max_grad_norm", True, "a number"),
                                                ("eval_steps", "3", "a number"), ("max_steps", 1.5, "a whole number"),
                                                ("torch_compile", 1, "true or false"), ("run_name", 5, "a string")])

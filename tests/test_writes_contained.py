@@ -157,8 +157,9 @@ def test_sigterm_ends_a_command_with_the_line_ctrl_c_prints(monkeypatch, capfd):
 
 
 def _with_checkpoints(folder, step):
-    """A model folder beside the checkpoints of a run (the last at ``step``) and their options."""
+    """A model folder beside the checkpoints of a run (the last at ``step``, holding the model's weights) and their options."""
     (folder / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    shutil.copy(folder / "model.safetensors", folder / "checkpoints" / f"checkpoint-{step}")
     (folder / "checkpoints" / "bio_mrc_train_config.json").write_text("{}")
     return folder
 
@@ -186,6 +187,7 @@ def test_train_resume_keeps_the_checkpoints_of_another_run_over_a_model(trained_
     folder = tmp_path / "model"
     shutil.copytree(trained_dir, folder)
     _with_checkpoints(folder, _final_step(folder) - 1)
+    (folder / "checkpoints" / f"checkpoint-{_final_step(folder) - 1}" / "model.safetensors").write_bytes(b"the new run's weights")
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 2
     assert "holds a finished model" in capsys.readouterr().err
     assert (folder / "checkpoints" / f"checkpoint-{_final_step(folder) - 1}").is_dir()
@@ -523,3 +525,27 @@ def test_an_export_into_a_folder_another_process_writes_is_refused_before_it_loa
     assert err == f"error: another process is writing into this folder now; wait for it to end, or choose another output folder (in {out})"
     assert [p.name for p in out.rglob("*")] == [".export-staging", "config.json"]
     assert (out / ".export-staging" / "config.json").read_text() == "the first export's"
+
+
+def test_train_resume_keeps_the_checkpoints_of_another_run_at_the_models_step(trained_dir, tmp_path, capsys):
+    """train --overwrite over a finished model of as many steps, stopped while saving: resume called the old model
+    finished and removed the new run's checkpoints, its trained weights with them."""
+    folder = tmp_path / "model"
+    shutil.copytree(trained_dir, folder)
+    checkpoint = _with_checkpoints(folder, _final_step(folder)) / "checkpoints" / f"checkpoint-{_final_step(folder)}"
+    (checkpoint / "model.safetensors").write_bytes(b"another run's weights")
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 2
+    assert "holds a finished model" in capsys.readouterr().err
+    assert (checkpoint / "model.safetensors").read_bytes() == b"another run's weights"
+
+
+def test_train_resume_finishes_a_run_stopped_after_its_record_whose_model_is_its_best_checkpoint(trained_dir, tmp_path, capsys):
+    """A run that loads its best model at the end keeps the best checkpoint, before its last step: resume refused the
+    finished model, and --resume --overwrite trained its last steps again."""
+    folder = tmp_path / "model"
+    shutil.copytree(trained_dir, folder)
+    (folder / "README.md").unlink()
+    _with_checkpoints(folder, _final_step(folder) - 2)  # the best checkpoint: the model's weights
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 0
+    assert "held a finished model whose run was stopped while it finished" in capsys.readouterr().err
+    assert (folder / "README.md").is_file() and not (folder / "checkpoints").exists()

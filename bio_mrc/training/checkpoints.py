@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from transformers import TrainerCallback, TrainingArguments
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_callback import ExportableState
 
-from ..errors import BioMrcError, argument
+from ..errors import BioMrcError, ModelFormatError, argument
 from ..data.json_reader import read_json
-from ..io import atomic_write_json, owned_path, remove_tree
+from ..io import atomic_write_json, is_temporary_of, owned_path, remove_file, remove_tree
+from ..model_folder import safetensors_shapes
 from ..json_syntax import json_value
 from ..progress import progress_note
 from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
@@ -73,6 +75,8 @@ def checkpoint_to_resume(
     if main_process and save_checkpoints:
         for partial in incomplete:  # cut short by a kill; rotation could keep one and delete our newest good one
             remove_tree(partial, folder)
+        for stray in _options_temporaries(folder):  # a kill while the options record was written
+            remove_file(stray, folder)
     if last is not None and resume:
         progress_note(progress, f"resuming training from {last} (step {checkpoint_step(last)})")
         return last
@@ -97,7 +101,30 @@ def check_resumable(folder: Path, run_options: dict[str, Any], resume: bool, sav
         )
     if last is not None and resume:
         _check_same_run(folder, run_options, last)
+        _check_checkpoint_files(folder, last)
     return last
+
+
+def _options_temporaries(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return [path for path in folder.iterdir() if is_temporary_of(path.name, TRAIN_CONFIG_FILE) and path.is_file()]
+
+
+def _check_checkpoint_files(folder: Path, checkpoint: Path) -> None:
+    """The checkpoint's weights whole (their tensors tile each file) and Trainer's states whole archives (as
+    ``torch.save`` writes them), read before the model loads: a file cut short or edited by a copy, a full disk or a
+    hand was a traceback from Trainer once training had begun."""
+    for path in sorted(checkpoint.iterdir()):
+        try:
+            if path.suffix == ".safetensors":
+                safetensors_shapes(checkpoint, path.name)
+            elif path.suffix in (".pt", ".pth", ".bin"):
+                zipfile.ZipFile(path).close()  # its directory is at the end: a file cut short has none
+        except (ModelFormatError, zipfile.BadZipFile, OSError) as err:
+            found = str(err).removesuffix(f" (in {checkpoint})").split(": ", 1)[-1] if isinstance(err, ModelFormatError) else None
+            raise ResumeError(f"cannot resume from {checkpoint}: {path.name} is cut short or damaged{f' ({found})' if found else ''}; "
+                              f"delete {folder} to start over") from None
 
 
 def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path) -> None:

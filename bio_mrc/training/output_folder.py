@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import ConfigError, argument
-from ..io import UnsafePathError, check_folder_target, check_library_path
+from ..io import UnsafePathError, check_folder_target, check_library_path, is_temporary_of
 from ..model_folder import CARD_FILE, MODEL_FILE_NAMES
 from ..model_records import RUN_FILE
 from ..run_folder import CHECKPOINT_DIR, HUB_PUSH_DIR, TRAIN_CONFIG_FILE, checkpoint_step
@@ -77,11 +77,13 @@ def _holds_training_work(folder: Path) -> bool:
 
 def checkpoint_strangers(checkpoints: Path) -> list[str]:
     """The names in a checkpoints folder that bio_mrc did not write. In one holding its run's options record, a
-    ``hub-push`` folder is where a push during training copies the model's files to upload them."""
+    ``hub-push`` folder is where a push during training copies the model's files to upload them; a run killed while
+    writing that record leaves its temporary file."""
     ours = (checkpoints / TRAIN_CONFIG_FILE).is_file()
     return sorted(p.name for p in checkpoints.iterdir()
                   if p.is_symlink() or (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None
-                                        and not (ours and p.name == HUB_PUSH_DIR and p.is_dir())))
+                                        and not (ours and p.name == HUB_PUSH_DIR and p.is_dir())
+                                        and not (is_temporary_of(p.name, TRAIN_CONFIG_FILE) and p.is_file())))
 
 
 def _training_writes(name: str) -> bool:

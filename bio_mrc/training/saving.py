@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import filecmp
 import glob
 import json
 from pathlib import Path
@@ -16,7 +17,7 @@ from ..hub import hub_failure
 from ..io import atomic_move_files, atomic_write_json, remove_file, remove_tree
 from ..model import RUN_FILE
 from ..model_card import clear_model_card, write_model_card
-from ..model_folder import TRAINING_LOG_FILE, remove_replaced_model_files
+from ..model_folder import PICKLED_WEIGHTS, SAFETENSORS_FILE, SAFETENSORS_INDEX, TRAINING_LOG_FILE, remove_replaced_model_files
 from .checkpoints import CHECKPOINT_DIR, checkpoint_step
 from .output_folder import LOG_DIR, STAGING_DIR, TRAINING_WRITES, check_inputs_kept, check_output_folder, checkpoint_strangers  # noqa: F401 (named here too)
 
@@ -72,11 +73,22 @@ def finish_stopped_save(output_dir: str | Path) -> bool:
     return True
 
 
+# A model's weights in every layout save_pretrained writes: a checkpoint holds the same files.
+WEIGHT_PATTERNS = (SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-?????-of-?????.safetensors", *PICKLED_WEIGHTS,
+                   "pytorch_model-?????-of-?????.bin")
+
+
 def _model_of_checkpoints(output_dir: Path, checkpoints: Path) -> bool:
-    """The folder's model ended at the step of the last checkpoint left: those checkpoints are its run's."""
-    steps = [step for step in map(checkpoint_step, checkpoints.iterdir()) if step is not None]
-    logged = [entry.get("step") for entry in load_training_log(output_dir) or [] if isinstance(entry, dict)]
-    return not steps or (bool(logged) and logged[-1] == max(steps))
+    """The folder's weights are a checkpoint's (the last one's, or the best one's where the run loads the best at its
+    end): those checkpoints are its run's. Another run's (``train --overwrite`` over the model, stopped while it trained
+    or saved) hold other weights, at any step, and are no finished model's to remove."""
+    found = [path for path in checkpoints.iterdir() if checkpoint_step(path) is not None]
+    if not found:
+        return True
+    weights = sorted({path.name for pattern in WEIGHT_PATTERNS for path in output_dir.glob(pattern)})
+    return bool(weights) and any(
+        all((path / name).is_file() and filecmp.cmp(output_dir / name, path / name, shallow=False) for name in weights)
+        for path in found)
 
 
 def push_final_model(trainer: Trainer, output_dir: Path, files: Sequence[str]) -> None:

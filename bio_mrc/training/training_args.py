@@ -222,6 +222,12 @@ def _check_training_ranges(values: dict[str, Any]) -> None:
             raise ConfigError(f"training_args: {name} is {span}, got {json_value(value)}")
 
 
+def _check_step_limit(max_steps: Any) -> None:
+    """Trainer trains one step for a max_steps of 0, and the epochs for any below it, as for -1 (unset)."""
+    if isinstance(max_steps, int) and max_steps != -1 and max_steps < 1:
+        raise ConfigError(f"training_args: max_steps is a number of optimizer steps from 1, or -1 (the epochs decide), got {max_steps}")
+
+
 def _check_compile_names(values: dict[str, Any]) -> None:
     """A compile mode or backend torch does not know, or kernels not installed, refused here: torch.compile and Trainer
     refuse them once training has begun."""
@@ -294,6 +300,7 @@ def check_training_args(values: dict[str, Any]) -> None:
             hint = f" (did you mean {json_value(guess[0])}?)" if guess else ""
             raise ConfigError(f"training_args: {json_value(name)} is not a TrainingArguments field{hint}")
     _check_training_types(values)
+    _check_step_limit(values.get("max_steps", -1))
     _check_compile_names(values)
     # save_steps is the run's checkpoint_steps, not known here: one that fits eval_steps leaves that pair to the run's check
     eval_steps = values.get("eval_steps")
