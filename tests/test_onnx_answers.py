@@ -216,3 +216,16 @@ def test_the_exports_window_logits_are_pytorchs_on_windows_of_many_lengths(onnx_
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
     for name in ("start_logits", "end_logits", "bio_logits"):
         np.testing.assert_allclose(getattr(got, name), getattr(want, name), atol=1e-4, rtol=0, err_msg=name)
+
+
+@pytest.mark.slow
+def test_the_export_gives_pytorchs_multi_span_answer_on_a_paragraph_repeated(onnx_dir, trained_dir, sample_v1):
+    """Five copies of one paragraph hold every answer five times with posteriors and shares equal up to the backends'
+    round-off: which copy stands for an answer (and so which overlapping answer survives) is the tie rule's, the
+    earliest, never the last bits of either backend's arithmetic."""
+    context = " ".join([sample_v1.examples[0].context] * 5)
+    ours, theirs = AnswerExtractor.from_pretrained(onnx_dir), AnswerExtractor.from_pretrained(trained_dir, precision="fp32")
+    for example in sample_v1.examples[:3]:
+        for decoding in DECODINGS:
+            got, want = (e(example.question, context, decoding=decoding, multi_span=True) for e in (ours, theirs))
+            assert_same_prediction(got, want)

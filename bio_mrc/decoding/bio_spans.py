@@ -46,6 +46,7 @@ from ..tags import TAG_B, TAG_I, TAG_O
 from .shares import CONFIDENCE_SPANS
 from .spans import SpanCandidates, best_spans
 from .tag_recurrences import forward_backward, path_spans, viterbi_totals
+from .ties import near_tie_order
 
 
 @dataclass(frozen=True)
@@ -164,13 +165,13 @@ def expected_f1_answer(
     (:func:`likeliest_tag_spans`); the first ``n_candidates`` spans of ``single`` are candidates (all with None), a slot
     left empty (-1: a span of blank text the caller took out) taking no candidate's place."""
     mask = np.asarray(mask, dtype=bool)
-    rows, starts, ends, rank, place = _candidate_spans(single, likeliest)
+    rows, starts, ends, rank, place = _candidate_spans(_near_ties_by_position(single), likeliest)
     keys = np.arange(len(rows)) if answer_keys is None else np.asarray(answer_keys(rows, starts, ends), dtype=np.int64)
     counted = _counted_mentions(rows, keys, rank)
     rows, starts, ends, rank, place, keys = (column[counted] for column in (rows, starts, ends, rank, place, keys))
     lattice = _TagLattice(log_probs, mask)
     own = lattice.span_posteriors(rows, starts, ends)
-    answer, standing, answer_posterior = _answers_of_spans(rows, keys, own)
+    answer, standing, answer_posterior = _answers_of_spans(rows, keys, own, starts, ends)
     expected = _expected_answers(lattice.expected_spans(), rows, own, rows[standing], answer_posterior)
     limit = single.start.shape[1] if n_candidates is None else n_candidates
     offered = np.isin(np.arange(len(standing)), answer[place < limit])  # an answer with a mention among the candidates
@@ -200,6 +201,21 @@ def _candidate_spans(single: SpanCandidates, likeliest: TagSpans) -> tuple[np.nd
     return tuple(spans[first].T)
 
 
+def _near_ties_by_position(single: SpanCandidates) -> SpanCandidates:
+    """``single`` with each row's spans ranked by :func:`~bio_mrc.decoding.ties.near_tie_order` (near-tied scores
+    earliest first), its empty slots where they were: which of a repeated text's mentions are among the candidates and
+    counted follows no round-off."""
+    found = single.start >= 0
+    rows = np.nonzero(found)[0]
+    order = near_tie_order(single.score[found], single.start[found], single.end[found], rows)
+    columns = []
+    for column in (single.score, single.start, single.end):
+        ranked = column.copy()
+        ranked[found] = column[found][order]
+        columns.append(ranked)
+    return SpanCandidates(*columns)
+
+
 def _counted_mentions(rows: np.ndarray, keys: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Which candidate spans count: those of the most probable sequence and among the best
     :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS`, and past them the first mention of an answer not met before
@@ -211,16 +227,18 @@ def _counted_mentions(rows: np.ndarray, keys: np.ndarray, rank: np.ndarray) -> n
     return counted
 
 
-def _answers_of_spans(rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The answers of spans keyed by (row, key): each span's answer, and by answer its likeliest span (an index) and
-    its posterior, the sum of its spans' (at most 1: spans of one answer that could be tagged together are not
-    exclusive events)."""
+def _answers_of_spans(
+    rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The answers of spans keyed by (row, key): each span's answer, and by answer its likeliest span (an index; of
+    mentions near-tied, :func:`~bio_mrc.decoding.ties.near_tie_order`, the earliest) and its posterior, the sum of its
+    spans' (at most 1: spans of one answer that could be tagged together are not exclusive events)."""
     if not len(rows):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     _, answer = np.unique(np.stack([rows, keys], axis=1), axis=0, return_inverse=True)
     answer = answer.ravel()
     summed = np.minimum(np.bincount(answer, weights=posterior), 1.0)
-    order = np.lexsort((-posterior, answer))
+    order = near_tie_order(posterior, starts, ends, answer)
     first = order[np.r_[True, answer[order][1:] != answer[order][:-1]]]
     return answer, first, summed
 
@@ -239,7 +257,8 @@ def _expected_answers(
 
 def _with_likely_mentions(chosen: np.ndarray, likely: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The ``chosen`` spans and the ``likely`` ones (more likely than not, of a chosen answer) that overlap none of
-    them: the answer is decided text by text, and a sure tagger's mentions of one text all stay."""
+    them, earliest first (the spans are sorted by row and position): the answer is decided text by text, and a sure
+    tagger's mentions of one text all stay."""
     kept = chosen.tolist()
     taken = _DisjointSpans(rows, starts, ends)
     for i in kept:
@@ -253,8 +272,9 @@ def _with_likely_mentions(chosen: np.ndarray, likely: np.ndarray, rows: np.ndarr
 
 
 def _expected_f1_choice(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, posterior: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Indices of the spans :func:`expected_f1_tag_spans` keeps, row by row (sorted by row, then posterior)."""
-    order = np.lexsort((-posterior, rows))
+    """Indices of the spans :func:`expected_f1_tag_spans` keeps, row by row (sorted by row, then posterior; near-tied
+    posteriors earliest first, :func:`~bio_mrc.decoding.ties.near_tie_order`)."""
+    order = near_tie_order(posterior, starts, ends, rows)
     kept: list[int] = []
     for row_spans in np.split(order, np.flatnonzero(np.diff(rows[order])) + 1):
         taken: list[int] = []

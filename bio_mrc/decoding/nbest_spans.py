@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ..answer_text import TakenCharacters, normalize_answer
 from ..types import AnswerSpan, Prediction
 from .shares import CONFIDENCE_SPANS, nbest_shares
+from .ties import near_tie_order
 
 #: The n-best multi-span rule's default: spans below 10% of the n-best probability mass are dropped.
 MIN_SPAN_PROBABILITY = 0.1
@@ -64,12 +67,14 @@ def nbest_multi_span(
 
 
 def _answers_by_text(spans: Sequence[AnswerSpan], n_best: int | None = None) -> list[tuple[AnswerSpan, float]]:
-    """The n-best ``spans`` (best first) as answers: each normalised text's best-ranked span and the summed n-best
-    share of its spans among the best :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` (a text first met past them:
-    its first span's); the best span's answer first, then the others likeliest first; only the answers whose
+    """The n-best ``spans`` (best first, scores near-tied earliest first: :func:`_by_score`) as answers: each normalised
+    text's best-ranked span and the summed n-best share of its spans among the best
+    :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` (a text first met past them: its first span's); the best span's
+    answer first, then the others likeliest first (near-tied shares: earliest first); only the answers whose
     best-ranked span is among the first ``n_best`` (all with None)."""
     if not spans:
         return []
+    spans = _by_score(spans, [s.score for s in spans])
     probs = nbest_shares([s.score for s in spans])
     answers: dict[str, tuple[AnswerSpan, float]] = {}
     candidates: set[str] = set()  # the texts of the first n_best spans
@@ -82,7 +87,7 @@ def _answers_by_text(spans: Sequence[AnswerSpan], n_best: int | None = None) -> 
         if n_best is None or k < n_best:
             candidates.add(text)
     best, *others = [answers[text] for text in answers if text in candidates]  # in order of first mention: the best first
-    return [best, *sorted(others, key=lambda answer: -answer[1])]  # stable: ties keep the n-best order
+    return [best, *_by_score(others, [p for _, p in others], [span for span, _ in others])]
 
 
 def tagged_or_nbest_spans(
@@ -101,7 +106,7 @@ def tagged_or_nbest_spans(
         tagged = [s for s in prediction.tag_spans or ()
                   if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
         best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
-        tagged.sort(key=lambda span: -span.probability)
+        tagged = _by_score(tagged, [span.probability for span in tagged])
         lead = next((k for k, span in enumerate(tagged) if normalize_answer(span.text) == best), None)
         if lead is not None:  # the single answer's likeliest mention first; its other mentions keep their places
             tagged.insert(0, tagged.pop(lead))
@@ -141,6 +146,15 @@ def apart(spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:
             taken.take(span.start, span.end)
             kept.append(span)
     return kept
+
+
+def _by_score(items: Sequence, scores: Sequence[float], spans: Sequence[AnswerSpan] | None = None) -> list:
+    """``items`` best score first, scores near-tied (:func:`~bio_mrc.decoding.ties.near_tie_order`) earliest first by
+    their ``spans`` (the items themselves without): round-off never decides between mentions or answers."""
+    spans = items if spans is None else spans
+    order = near_tie_order(np.array(scores, dtype=np.float64), np.array([s.start for s in spans], dtype=np.int64),
+                           np.array([s.end for s in spans], dtype=np.int64))
+    return [items[k] for k in order.tolist()]
 
 
 def is_answer_text(text: str) -> bool:
