@@ -104,6 +104,12 @@ def test_macro_ce_by_hand():
     assert math.isnan(macro_calibration_error(confidence, np.ones(4))["macro_ce"])
 
 
+@pytest.mark.parametrize("confidence", [[1.5, 0.2], [0.3, -0.1], [float("inf"), 0.2]])
+def test_macro_ce_refuses_a_confidence_that_is_no_probability(confidence):
+    with pytest.raises(ValueError, match="is not a probability in \\[0, 1\\]"):
+        macro_calibration_error(np.array(confidence), np.array([1, 0]))
+
+
 def test_the_curve_is_subsampled_with_its_ends():
     rng = np.random.default_rng(5)
     curve = risk_coverage(rng.random(1000), rng.integers(0, 2, 1000))

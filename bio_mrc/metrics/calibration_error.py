@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,10 @@ def reliability_bins(confidence: np.ndarray, correct: np.ndarray, n_bins: int = 
         raise ValueError(f"confidence and correct must be 1-D arrays of one length, got {confidence.shape} and {correct.shape}")
     if confidence.size and (np.nanmin(confidence) < 0 or np.nanmax(confidence) > 1 or np.isnan(confidence).any()):
         raise ValueError("confidences must be probabilities in [0, 1]")
+    if (neither := np.flatnonzero(~np.isin(correct, (0.0, 1.0)))).size:  # a 2 or a NaN would be averaged as an accuracy
+        raise ValueError(f"rightness {correct[neither[0]]} of question {neither[0] + 1} is not 0 or 1")
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+        raise ValueError(f"the number of bins must be a whole number of 1 or more, got {n_bins!r}")
     edges = np.arange(n_bins + 1) / n_bins  # k / n_bins exactly as a literal 0.3 is (linspace makes 0.30000000000000004)
     index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, n_bins - 1)
     count = np.bincount(index, minlength=n_bins).astype(np.float64)

@@ -145,6 +145,8 @@ def macro_calibration_error(confidence: np.ndarray, right: np.ndarray) -> dict[s
     ``macro_ce``, their mean, which weighs right and wrong answers equally however rare either is.
     A missing class (no right or no wrong answer) gives nan for its term and for ``macro_ce``."""
     confidence, right = _checked(confidence, right)
+    if (outside := np.flatnonzero(~((confidence >= 0.0) & (confidence <= 1.0)))).size:  # ICE is a gap between probabilities
+        raise ValueError(f"confidence {confidence[outside[0]]} of question {outside[0] + 1} is not a probability in [0, 1]")
     is_right = right.astype(bool)
     ice_right = float(np.mean(1.0 - confidence[is_right])) if is_right.any() else float("nan")
     ice_wrong = float(np.mean(confidence[~is_right])) if (~is_right).any() else float("nan")

@@ -14,6 +14,9 @@ from .multispan_official import METRIC_NAMES, metrics_from_counts, multispan_met
 from .squad_official import per_question_scores, squad_metrics
 
 CORRECT_F1 = 50.0  # an answer is right when its official F1 is above this (percent)
+# An F1 of exactly one half can compute as 50.000000000000014 (P 4/5, R 4/11); a true F1 above it exceeds it by
+# 100 / (2 * tokens) or more, so this margin tells the two apart for any answer shorter than 10^10 tokens.
+_F1_ROUNDING = 1e-9
 
 
 def squad_question_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], ids: Sequence[str],
@@ -70,4 +73,4 @@ def squad_right(task: Any, predictions: Sequence[Any], gold: Mapping[str, Sequen
     """1 where the answer given (the best span, or "" when abstaining) has official F1 above ``CORRECT_F1``, else 0:
     an abstention is right on an unanswerable SQuAD 2.0 question."""
     ids = [p.id for p in predictions]
-    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, task.squad_version)[1] > CORRECT_F1).astype(np.float64)
+    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, task.squad_version)[1] > CORRECT_F1 + _F1_ROUNDING).astype(np.float64)
