@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -66,8 +67,14 @@ def _value_type(annotation: Any) -> tuple[Any, int | None]:
 def _option_fields(cls: type, exclude: Collection[str]) -> list[tuple[dataclasses.Field, Any]]:
     """The fields (with their resolved types) that become options: the types are strings under
     ``from __future__ import annotations`` until resolved."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init and f.name not in exclude]
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """A class's resolved annotations, resolved once: the parser is built anew for every command run in a process."""
+    return typing.get_type_hints(cls)
 
 
 GIVEN = "given_options"  # the namespace's set of the fields whose option the command line gave

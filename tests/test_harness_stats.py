@@ -427,6 +427,53 @@ def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
     assert _png_size(faceted)[1] > 1.8 * _png_size(few)[1]
 
 
+def _one_figure_of_each_kind():
+    """A builder per figure of the report, each with what reaches past its axes: a legend beside them, facets
+    under a title, the breakdown's footnote on small groups, a second panel."""
+    from bio_mrc.harness import plots
+    from bio_mrc.harness.learning_curve import gap_trend
+    from bio_mrc.harness.learning_curve_records import CurvePoint, Gap, LearningCurve
+    from bio_mrc.harness.selective_records import RiskCoverageCurve
+
+    cells = [CellKey(run, decoding) for run in ("joint-1k", "joint-10k") for decoding in ("span", "bio", "joint")]
+    scores = {cell: np.arange(12.0) * k for k, cell in enumerate(cells)}
+    bins = {"bin_count": [0, 5, 10], "bin_confidence": [None, 0.4, 0.8], "bin_accuracy": [None, 0.5, 0.7], "ece": 0.1}
+    curve = RiskCoverageCurve([0.9, 0.5, 0.1], [0.1, 0.5, 1.0], [1.0, 0.8, 0.6])
+    points = [CurvePoint(cell, "span+bio", int(cell.run[6:-1]) * 1000, [1], 50.0, None, 45.0, 55.0) for cell in cells]
+    gaps = [Gap(run, n, -3.0 + n / 5000, -5.0, 0.0, None, None) for run, n in (("joint-1k", 1000), ("joint-10k", 10000))]
+    line = {"steps": [1, 2, 3], "loss": [3.0, 2.0, 1.5], "seed": 1}
+    return {
+        "breakdown": lambda path: plots.plot_breakdown(breakdown(scores, np.array(["short"] * 10 + ["long"] * 2)), "F1", "length", path),
+        "cell scores": lambda path: plots.plot_cell_scores({cell: Interval(50.0, 45.0, 55.0, 1, 12, 100) for cell in cells}, "F1 per cell",
+                                                           "F1", path),
+        "threshold": lambda path: plots.plot_threshold_curve(np.linspace(-2, 2, 5), np.arange(5.0), 0.0, "no-answer threshold", path),
+        "reliability": lambda path: plots.plot_reliability({cell: {"raw": bins, "calibrated": bins} for cell in cells[:2]}, path),
+        "risk-coverage": lambda path: plots.plot_risk_coverage({cell: {"raw": curve} for cell in cells}, [0.8], path),
+        "learning curve": lambda path: plots.plot_learning_curve(LearningCurve(points, {}, gaps, gap_trend(gaps)), path),
+        "training loss": lambda path: plots.plot_training_loss({cell.run: [line] for cell in cells}, path),
+    }
+
+
+@pytest.mark.parametrize("kind", ["breakdown", "cell scores", "threshold", "reliability", "risk-coverage", "learning curve", "training loss"])
+def test_a_figure_is_laid_out_and_drawn_once_on_a_page_that_holds_all_of_it(kind, tmp_path, monkeypatch):
+    """savefig with a layout engine or bbox_inches="tight" draws a figure twice; the report's figures are drawn once,
+    laid out so that every artist (legends, titles, footnotes) lies inside the picture, which is the figure's size."""
+    from matplotlib.figure import Figure
+
+    from bio_mrc.harness import plots
+
+    draws, saved, draw, save = [], [], Figure.draw, plots._save
+    monkeypatch.setattr(Figure, "draw", lambda figure, renderer: draws.append(figure) or draw(figure, renderer))
+    monkeypatch.setattr(plots, "_save", lambda figure, path: saved.append(figure) or save(figure, path))
+    path = _one_figure_of_each_kind()[kind](tmp_path / "figure.png")
+    [figure] = saved
+    assert draws == [figure]
+    width, height = figure.get_size_inches()
+    drawn = figure.get_tightbbox(figure.canvas.get_renderer())  # inches
+    assert drawn.x0 >= 0.0 and drawn.y0 >= 0.0 and drawn.x1 <= width and drawn.y1 <= height, (drawn.bounds, width, height)
+    assert _png_size(path) == (round(width * plots._DPI), round(height * plots._DPI))
+
+
 def test_plot_threshold_curve_writes_png(tmp_path):
     t = np.linspace(-5, 5, 41)
     f1 = 60 - (t - 1.0) ** 2

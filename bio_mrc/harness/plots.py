@@ -23,12 +23,13 @@ _DPI = 120
 
 
 def _new_figure(figsize: tuple[float, float]) -> Any:
-    """A pyplot-free Figure on an Agg canvas (no global state, no display)."""
+    """A pyplot-free Figure on an Agg canvas (no global state, no display), laid out by matplotlib's constrained
+    layout when drawn: legends beside the axes, titles and the footnote get room on the page."""
     _import_matplotlib_leaving_no_cache()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=figsize)
+    fig = Figure(figsize=figsize, dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
@@ -48,20 +49,31 @@ def _import_matplotlib_leaving_no_cache() -> None:
 
 
 def _save(fig: Any, path: str | Path) -> Path:
+    """The figure drawn once (its layout run inside the draw) and its pixels saved as a paletted PNG: savefig draws
+    a figure twice where it has a layout engine or crops to ``bbox_inches="tight"``, and writes a PNG only to have
+    it read back here."""
+    from PIL import Image  # matplotlib's own dependency
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=_DPI, format="png", bbox_inches="tight")
-    return atomic_write_bytes(out, palette_png(buffer.getvalue()))  # a crash never leaves a half-written PNG
+    fig.canvas.draw()
+    image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).convert("RGB")
+    return atomic_write_bytes(out, _paletted(image))  # a crash never leaves a half-written PNG
 
 
 def palette_png(png: bytes) -> bytes:
     """The same picture with a palette of 256 colours: a plot is a few flat colours and their anti-aliased
     edges, so it looks the same in a third of the bytes (reports are committed, and the repository must
     stay small enough to travel to a GPU machine)."""
-    from PIL import Image  # matplotlib's own dependency
+    from PIL import Image
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return _paletted(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def _paletted(image: Any) -> bytes:
+    """An RGB image as a PNG of 256 colours (:func:`palette_png`)."""
+    from PIL import Image
+
     paletted = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     buffer = io.BytesIO()
     paletted.save(buffer, format="png", optimize=True)
@@ -152,8 +164,8 @@ def plot_breakdown(
     if faceted:
         fig.suptitle(title)
     if small.any():
-        fig.text(0.01, 0.0, f"† under {SMALL_GROUP} questions: a wide interval (hollow markers)", fontsize="small", va="top")
-    fig.tight_layout()
+        # A footnote under every panel: the figure's x label is the text the constrained layout makes room for there.
+        fig.supxlabel(f"† under {SMALL_GROUP} questions: a wide interval (hollow markers)", x=0.01, ha="left", fontsize="small")
     return _save(fig, path)
 
 
@@ -246,7 +258,6 @@ def plot_reliability(diagrams: Mapping[CellKey, Mapping[str, Mapping[str, Any]]]
         ax.set_title(str(key), fontsize="medium")
         ax.legend(loc="upper left", fontsize="x-small")
         ax.grid(True, alpha=0.3)
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -281,7 +292,6 @@ def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, RiskCoverageCurve]]
         ax.grid(True, alpha=0.3)
     if faceted:
         fig.suptitle("risk–coverage, raw confidence (dotted: the target accuracies)")
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -380,5 +390,4 @@ def plot_training_loss(curves: Mapping[str, list[Mapping[str, Any]]], path: str 
         if index >= len(runs) - ncols:
             ax.set_xlabel("optimizer step")
             ax.xaxis.set_tick_params(labelbottom=True)
-    fig.tight_layout()
     return _save(fig, path)
