@@ -620,7 +620,8 @@ def test_a_repeated_key_is_refused_never_a_value_dropped(tmp_path):
                       "answers": {"text": ["France"], "answer_start": [0]}})
     repeated = row.replace('"q1"', '"q2"')[:-1] + ', "answers": {"text": ["x"], "answer_start": [0]}}'
     rows.write_text(row + "\n" + repeated + "\n")
-    with pytest.raises(DataFormatError, match=r'the key "answers" appears twice in one object .*\(line 2\)'):
+    column = repeated.rindex('"answers"') + 1
+    with pytest.raises(DataFormatError, match=rf'the key "answers" appears twice in one object .*\(line 2, column {column}\)'):
         load_squad(str(rows))
 
 

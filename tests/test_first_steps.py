@@ -109,5 +109,5 @@ def test_a_latin1_data_file_says_how_to_convert_it(tmp_path, name, line):
     """extract's text file named iconv; a data file in Latin-1 said only where decoding failed."""
     path = tmp_path / name
     path.write_bytes(line.encode("latin-1"))
-    with pytest.raises(DataFormatError, match=r"not UTF-8 text \(.*\); convert it first, e\.g\. iconv -f latin1 -t utf-8"):
+    with pytest.raises(DataFormatError, match=r"not UTF-8 text \(.*\); convert it first, e\.g\. iconv -f cp1252 -t utf-8"):
         load_squad(path)

@@ -442,3 +442,120 @@ def test_an_input_without_read_permission_is_one_line_naming_it(tmp_path, monkey
     assert main(["extract", "--model", "m", "--question", "Which?", "--context-file", str(document)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: cannot open it: Permission denied; check its permissions (in {document})", err
+
+
+# --- encodings and line endings ----------------------------------------------------------------------
+
+ROWS = [{"id": "q1", "context": CONTEXT, "question": "Which letter?", "answers": {"text": ["beta"], "answer_start": [6]}},
+        {"id": "q2", "context": CONTEXT, "question": "Which other?", "answers": {"text": ["gamma"], "answer_start": [11]}}]
+
+
+@pytest.mark.parametrize("name, lines", [("dev.jsonl", [json.dumps(row) for row in ROWS]),
+                                         ("mrqa.jsonl", [json.dumps({"header": {"dataset": "SQuAD"}}),
+                                                         json.dumps({"context": CONTEXT, "qas": []})])])
+def test_json_lines_ended_by_lone_carriage_returns_name_the_line_endings(tmp_path, name, lines):
+    """Old Mac line endings (\\r alone) read as one line of several values: `Extra data (line 1, column 60)` said no
+    more, where a CSV file of such lines is named as what it is."""
+    path = tmp_path / name
+    path.write_bytes("\r".join(lines).encode() + b"\r")
+    with pytest.raises(DataFormatError, match=r"^not valid JSON: Extra data \(line 1, column \d+\); a carriage return \(\\r\) "
+                                              r"ends a line \(old Mac line endings\?\), which JSON Lines does not: end the lines "
+                                              r"with \\n or \\r\\n, e.g. tr '\\r' '\\n' < IN > OUT; read as"):
+        load_squad(path)
+
+
+def test_a_gzipped_drop_file_named_json_gz_names_gunzip(tmp_path):
+    """A .gz file is read as JSON Lines; DROP's object on its first line was read as a question, `empty or missing
+    context (in FILE, line 1)`, as if the file were JSON Lines with a bad record."""
+    drop = {"p1": {"passage": CONTEXT, "qa_pairs": [{"query_id": "d1", "question": "Which?", "answer": {"spans": ["beta"]}}]}}
+    path = tmp_path / "drop_dataset_dev.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(drop).encode()))
+    with pytest.raises(DataFormatError, match=r"^line 1 is a JSON object with no question in the SQuAD columns \(context, "
+                                              r"question\); a .gz file is read as JSON Lines, one question a line, and JSON "
+                                              r"of other layouts is read uncompressed: decompress it first \(gunzip\); read as jsonl"):
+        load_squad(path)
+
+
+WINDOWS_TEXT = "Alpha \u2019beta\u2019 gamma \u2013 delta."  # curly quotes and a dash: bytes 0x92 and 0x96 in Windows-1252
+
+
+@pytest.mark.parametrize("name, text", [("doc.txt", WINDOWS_TEXT), ("dev.json", json.dumps(OFFICIAL, ensure_ascii=False)),
+                                        ("dev.jsonl", json.dumps(ROWS[0], ensure_ascii=False)),
+                                        ("dev.csv", f'context,question\n"{WINDOWS_TEXT}",Which?\n')])
+def test_text_saved_in_windows_1252_is_named_with_the_encoding_that_reads_it_back(tmp_path, name, text):
+    """The conversion a refusal names gives the text back: Latin-1 read Windows' curly quotes and dashes as invisible
+    control characters (U+0092), so a file converted as told held them in place of its quotes."""
+    from bio_mrc.data.text import read_text_file
+
+    text = text.replace("Alpha beta", "Alpha \u2019beta\u2019")
+    path = tmp_path / name
+    path.write_bytes(text.encode("cp1252"))
+    with pytest.raises(DataFormatError) as caught:
+        (read_text_file if name.endswith(".txt") else load_squad)(path)
+    codec = re.search(r"iconv -f (\S+) -t utf-8", str(caught.value))
+    assert codec and path.read_bytes().decode(codec[1]) == text, str(caught.value)
+
+
+@pytest.mark.parametrize("read", [load_squad, lambda path: list(stream_squad(path))], ids=["whole", "streamed"])
+def test_a_json_array_of_questions_is_named_with_the_layout_that_reads_it(tmp_path, read):
+    """pandas' to_json(orient="records") writes a JSON array of rows; `expected an object with a 'data' list` did not
+    say what the file held instead, nor which layout reads its questions."""
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(ROWS), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"^expected an object with a 'data' list \(official SQuAD layout\), found a "
+                                              r"JSON array: SQuAD's articles are read inside \{\"data\": \[\.\.\.\]\}, and questions in the "
+                                              r"SQuAD columns as JSON Lines, one object "
+                                              r"a line \(\.jsonl; jq -c '\.\[\]' FILE writes them\); read as squad"):
+        read(path)
+
+
+@pytest.mark.parametrize("name, header, delimiter", [("dev.csv", "context;question", ";"), ("dev.tsv", "context,question", ","),
+                                                     ("dev.csv", "context|question", "|")])
+def test_a_table_separated_by_another_delimiter_names_it(tmp_path, name, header, delimiter):
+    """A CSV saved with `;` (as spreadsheets write it where `,` is the decimal mark) read as one column, which the
+    refusal showed without saying why."""
+    path = written(tmp_path / name, f"{header}\nAlpha beta{delimiter}Which?\n")
+    expected = "','" if name.endswith(".csv") else "a tab"
+    with pytest.raises(DataFormatError, match=rf"^the header row reads as one column, \"{re.escape(header)}\": its names are "
+                                              rf"separated by '{re.escape(delimiter)}', and a {name[-3:]} file's by {expected} "
+                                              r"\(\.csv comma-separated, \.tsv and \.tab tab-separated\): write it with that "
+                                              r"delimiter; read as"):
+        load_squad(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"context,question\nAlpha beta,Which?\n", gzip.compress(b"PAR1")],
+                         ids=["empty", "csv", "gzip"])
+def test_a_file_named_parquet_is_read_as_parquet_whatever_it_holds(tmp_path, content):
+    """A .parquet name without Parquet's bytes was read as SQuAD JSON: `the file is empty: it holds no JSON value` or
+    `not JSON, and its name has no suffix of another format`, of a name that has one."""
+    path = tmp_path / "dev.parquet"
+    path.write_bytes(content)
+    with pytest.raises(DataFormatError, match=r"^could not read it as parquet: ArrowInvalid: .*; read as parquet: "):
+        load_squad(path)
+
+
+@pytest.mark.parametrize("read", [load_squad, lambda path: list(stream_squad(path))], ids=["whole", "streamed"])
+def test_a_repeated_key_in_official_json_names_its_line_and_column(tmp_path, read):
+    """JSON Lines named the line of a repeated key; official JSON, a file of one object holding every question, named
+    the key alone, and a file of thousands of questions has it thousands of times."""
+    raw = json.loads(json.dumps(OFFICIAL))
+    raw["data"][0]["paragraphs"].append({"context": "Key: \"id\": a { [ text.", "qas": [{"id": "q2", "question": "Which \\\"?"}]})
+    text = json.dumps(raw, indent=1).replace('"id": "q2"', '"id": "q2", "id": "q3"')
+    path = written(tmp_path / "dev.json", text)
+    line = next(number for number, row in enumerate(text.split("\n"), 1) if '"q3"' in row)
+    column = text.split("\n")[line - 1].index('"id": "q3"') + 1
+    with pytest.raises(DataFormatError, match=rf'^the key "id" appears twice in one object \(JSON keeps only the last, losing '
+                                              rf'the other\) \(line {line}, column {column}\); read as squad'):
+        read(path)
+
+
+def test_a_repeated_key_is_placed_alike_however_the_text_is_cut():
+    """The streamed reader scans the file a piece at a time: a string, an escape or a key cut between pieces is placed
+    as in the whole text, at the second mention's opening quote."""
+    from bio_mrc.data.json_reader import repeated_key_index
+
+    text = '{"a": {"k\\"": "x\\\\", "t": ["{", "]:"]}, "k\\"": 1, "b": [{"k": 1}, {"k": 2}], "k\\u0022": 2}'
+    at = repeated_key_index([text])
+    assert at == text.rindex('"k\\u0022"')
+    assert [repeated_key_index([text[i : i + size] for i in range(0, len(text), size)]) for size in range(1, len(text) + 1)] == [at] * len(text)
+    assert repeated_key_index([text.replace('"k\\u0022"', '"m"')]) is None

@@ -186,7 +186,7 @@ FORMATS: dict[str, DataFormat] = {
                       lambda s: s.suffix_is(".csv", ".csv.gz"), lambda s: delimited_records(s.path, ","), answers_either_way=True),
     "tsv": DataFormat(f"a TSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
                       lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz", ".tab.gz"), lambda s: delimited_records(s.path, "\t"), answers_either_way=True),
-    "parquet": DataFormat(f"a Parquet file with {_HF_COLUMNS}", lambda s: s.is_file and s.head == PARQUET_MAGIC,
+    "parquet": DataFormat(f"a Parquet file with {_HF_COLUMNS}", lambda s: s.is_file and (s.head == PARQUET_MAGIC or s.suffix_is(".parquet")),
                           lambda s: parquet_records(s.path), answers_either_way=True),
     "mrqa": DataFormat("an MRQA shared-task file: a {\"header\": ...} line (or none), then one context per line with 'qas' "
                        "of 'qid', 'question' and 'detected_answers' with 'char_spans'", lambda s: is_mrqa_start(s.first_line),

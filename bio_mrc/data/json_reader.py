@@ -10,7 +10,7 @@ import re
 import zlib
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterable
 
 from ..errors import DataFormatError
 from ..io import home_expanded, special_file_kind
@@ -19,8 +19,8 @@ from .limits import max_json_bytes, read_at_most
 
 __all__ = ["FLOAT_TOO_LARGE", "MAX_NESTING", "NESTED_TOO_DEEP", "DataFormatError", "NotPlainJsonError",
            "RepeatedKeyError", "check_not_special", "compression_hint", "loads", "lone_surrogate_escape",
-           "nested_too_deep", "not_utf8", "parse_json_text", "read_json", "read_json_text", "special_number",
-           "wide_without_mark"]
+           "nested_too_deep", "not_utf8", "parse_json_text", "read_json", "read_json_text", "repeated_key_index",
+           "special_number", "wide_without_mark"]
 
 
 class NotPlainJsonError(ValueError):
@@ -50,6 +50,54 @@ def _object_without_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any
         seen: set[str] = set()
         raise RepeatedKeyError(next(key for key, _ in pairs if key in seen or seen.add(key)))
     return found
+
+
+# What a scan for a repeated key stops at: a quote, a backslash (whose next character is passed over), a bracket, a colon.
+_KEY_STOP = re.compile(r'["\\{}\[\]:]')
+_LONGEST_KEY = 1 << 10  # characters of a string kept to compare as a key: a longer one (a context) is not held
+
+
+def repeated_key_index(chunks: Iterable[str]) -> int | None:
+    """The index (in characters) of the first key an object of JSON text, given a piece at a time, names twice; None
+    where none is. The parser names no place, so this scan reads the text again, on that error path only."""
+    objects: list[set[str] | None] = []  # a set of keys per open object, None per open array
+    inside, skip, seen, start, pieces, last = False, 0, 0, 0, [], None
+    for chunk in chunks:
+        for stop in _KEY_STOP.finditer(chunk, max(skip - seen, 0)):
+            at, char = seen + stop.start(), stop.group()
+            if at < skip:  # the character an escape's backslash takes
+                continue
+            if inside and char == "\\":
+                skip = at + 2
+            elif char == '"':
+                if inside:
+                    pieces.append(chunk[max(start - seen, 0) : stop.start()])
+                    last = (start - 1, "".join(pieces)) if sum(map(len, pieces)) <= _LONGEST_KEY else None
+                inside, start, pieces = not inside, at + 1, []
+            elif not inside and char in "{[":
+                objects.append(set() if char == "{" else None)
+            elif not inside and char in "}]" and objects:
+                objects.pop()
+            elif not inside and char == ":" and last is not None and objects and objects[-1] is not None:
+                key = json.loads(f'"{last[1]}"')
+                if key in objects[-1]:
+                    return last[0]
+                objects[-1].add(key)
+        if inside and sum(map(len, pieces)) <= _LONGEST_KEY:
+            pieces.append(chunk[max(start - seen, 0) :])
+        seen += len(chunk)
+    return None
+
+
+def _located_repeated_key(err: RepeatedKeyError, text: str, first_line: int) -> RepeatedKeyError:
+    """``err`` with the line and column of the key named twice in ``text``."""
+    at = repeated_key_index([text])
+    if at is None:
+        return err
+    located = RepeatedKeyError(err.key)
+    located.args = (f"{err} (line {text.count(chr(10), 0, at) + first_line}, column {at - text.rfind(chr(10), 0, at)})",)
+    located.located = True
+    return located
 
 
 class SpecialNumberError(NotPlainJsonError):
@@ -153,6 +201,8 @@ def loads(text: str, first_line: int = 1, finite: bool = False) -> Any:
         raise NotPlainJsonError(NESTED_TOO_DEEP) from None
     except SpecialNumberError as err:
         raise _located_special_number(err, text, first_line) from None
+    except RepeatedKeyError as err:
+        raise _located_repeated_key(err, text, first_line) from None
     except ValueError as err:  # an integer past Python's digit limit: its int() refuses it, the scanner passes it on
         if isinstance(err, (json.JSONDecodeError, NotPlainJsonError)):
             raise
@@ -169,7 +219,9 @@ GZIP_HINT = ("; it is gzip-compressed: decompress it first (gunzip), or, for JSO
              "the end (.jsonl.gz), which is read decompressed")
 
 
-LATIN1_HINT = "; convert it first, e.g. iconv -f latin1 -t utf-8"  # most text that is not UTF-8 is Latin-1 (Windows-1252)
+# Most text that is not UTF-8 is Windows-1252: Latin-1 but for curly quotes and dashes where Latin-1 has invisible
+# controls (0x80-0x9F), so converting it as Latin-1 would turn them into those controls.
+LATIN1_HINT = "; convert it first, e.g. iconv -f cp1252 -t utf-8"
 HEAD_BYTES = 10  # the first bytes that tell a compressed file
 # The first bytes of the other compressed files data sets ship as, and what to do with each.
 _COMPRESSED = ((re.compile(rb"\xfd7zXZ\x00"), "it is xz-compressed: decompress it first (unxz)"),
@@ -206,7 +258,7 @@ def wide_without_mark(head: bytes) -> str | None:
 def not_utf8(err: UnicodeDecodeError, where: str = "") -> str:
     """The message of text that is not UTF-8: where decoding failed, and, for text that starts with a UTF-16 or UTF-32
     byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it; for compressed
-    bytes under a name that does not say so (:func:`compression_hint`), so; for other text, how to convert Latin-1."""
+    bytes under a name that does not say so (:func:`compression_hint`), so; for other text, how to convert Windows-1252 (and Latin-1)."""
     head = err.object[:4] if err.start < 4 else b""
     wide = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
     hint = f"; it looks like {wide}: convert it first, e.g. iconv -f {wide} -t UTF-8" if wide else LATIN1_HINT

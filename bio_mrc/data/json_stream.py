@@ -22,10 +22,14 @@ import ijson
 from ..json_syntax import LOOK, syntax_hint
 from .json_reader import (
     FLOAT_TOO_LARGE, HEAD_BYTES, MAX_NESTING, NESTED_TOO_DEEP, DataFormatError, NotPlainJsonError, RepeatedKeyError,
-    lone_surrogate_escape, not_utf8, special_number, wide_without_mark,
+    lone_surrogate_escape, not_utf8, repeated_key_index, special_number, wide_without_mark,
 )
 
 _BOM = b"\xef\xbb\xbf"
+NOT_SQUAD_OBJECT = "expected an object with a 'data' list (official SQuAD layout)"
+# An array of articles lacks SQuAD's wrapping object; pandas' to_json(orient="records") writes rows as one array.
+FOUND_ARRAY = (", found a JSON array: SQuAD's articles are read inside {\"data\": [...]}, and questions in the SQuAD "
+               "columns as JSON Lines, one object a line (.jsonl; jq -c '.[]' FILE writes them)")
 _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on
 #: The most bytes one read of a long string takes. yajl reads a string that a read cuts again from its start with
 #: each read, so a string of many reads (a 5,000,000-character context written with ``\\u`` escapes, as Python's
@@ -130,6 +134,12 @@ def _stop_index(message: str, path: Path) -> int | None:
         except ValueError:  # a problem of another kind, which the Python parser names no place for
             pass
     return int(found.group(1)) if found else None
+
+
+def _repeated_key(path: Path) -> int | None:
+    """The index (in characters, as :func:`_line_and_column` counts them) of the key ``path`` names twice in one object."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+        return repeated_key_index(iter(lambda: handle.read(1 << 20), ""))
 
 
 def _line_and_column(path: Path, index: int | None) -> str:
@@ -262,7 +272,10 @@ class SquadJsonStream:
                 yield from self._articles(parse(_SurrogateCheckedReader(handle, source), use_float=True))
         except IsADirectoryError:
             raise DataFormatError("expected a JSON file, found a folder", source=source) from None
-        except NotPlainJsonError as err:  # a repeated key, nesting too deep
+        except RepeatedKeyError as err:
+            at = _repeated_key(self.path)
+            raise DataFormatError(f"{err}{'' if at is None else _line_and_column(self.path, at)}", source=source) from None
+        except NotPlainJsonError as err:  # nesting too deep
             raise DataFormatError(str(err), source=source) from None
         except json.JSONDecodeError as err:  # ijson's Python parser (after a >64-bit integer) reads strings with json's
             if err.msg.startswith("Invalid control character"):  # placed as yajl's refusal of it is
@@ -312,7 +325,7 @@ class SquadJsonStream:
         """Each element of the top-level object's ``data`` list; the other top-level values are read whole."""
         kind, _ = next(events, ("end", None))
         if kind != "start_map":
-            raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+            raise DataFormatError(NOT_SQUAD_OBJECT + (FOUND_ARRAY if kind == "start_array" else ""), source=str(self.path))
         seen: set[str] = set()
         for kind, key in events:
             if kind == "end_map":
@@ -326,14 +339,14 @@ class SquadJsonStream:
                 value = _whole_value(events, 1)
                 self.version = value if key == "version" else self.version
         if "data" not in seen:
-            raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+            raise DataFormatError(NOT_SQUAD_OBJECT, source=str(self.path))
         for _ in events:  # the parser refuses anything after the object (a second object, garbage), as read_json does
             pass
 
     def _data_items(self, events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
         kind, _ = next(events)
         if kind != "start_array":
-            raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+            raise DataFormatError(NOT_SQUAD_OBJECT, source=str(self.path))
         for number, (kind, value) in enumerate(events, 1):
             if kind == "end_array":
                 return

@@ -154,6 +154,11 @@ _GZIPPED_JSON = ("; a .gz file is read as JSON Lines, one question a line, and o
                  "decompress it first (gunzip)")
 
 
+# A lone \r ends a line in old Mac files; JSON reads it as whitespace, so the next line's value is "Extra data".
+_LONE_CR = ("; a carriage return (\\r) ends a line (old Mac line endings?), which JSON Lines does not: end the lines with "
+            "\\n or \\r\\n, e.g. tr '\\r' '\\n' < IN > OUT")
+
+
 def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
     """One line's object; errors read as :func:`read_json`'s do, with the line number."""
     if number == 1 and (wide := wide_without_mark(raw[:4])):  # its lines are cut at the byte 0x0A, NULs between
@@ -172,6 +177,7 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
         truncated = not text.endswith("\n") and (not text[err.pos :].strip() or err.msg.startswith("Unterminated string"))
         problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
         hint = syntax_hint(text, err.pos) or (_GZIPPED_JSON if number == 1 and source.lower().endswith(".json.gz") else "")
+        hint = hint or (_LONE_CR if err.msg == "Extra data" and text[: err.pos].rstrip(" \t").endswith("\r") else "")
         raise DataFormatError(f"{problem}: {err.msg} (line {number}, column {err.colno}){hint}", source=source) from None
     if not isinstance(record, dict):
         kind = _JSON_TYPES.get(type(record), type(record).__name__)
@@ -180,6 +186,10 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
         hint = "; official SQuAD JSON is read uncompressed: decompress it first (gunzip)" if source.lower().endswith(".gz") else ""
         raise DataFormatError(f"line {number} is an official SQuAD JSON object, not one question (JSON Lines expected){hint}",
                               source=source)
+    if number == 1 and source.lower().endswith(".json.gz") and not first_line_is_a_row(record) and not near_miss(record):  # DROP's
+        raise DataFormatError("line 1 is a JSON object with no question in the SQuAD columns (context, question); a .gz file is "
+                              "read as JSON Lines, one question a line, and JSON of other layouts is read uncompressed: "
+                              "decompress it first (gunzip)", source=source)
     return record
 
 

@@ -18,7 +18,7 @@ from ..json_syntax import json_value
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
-from .json_stream import Paragraph
+from .json_stream import FOUND_ARRAY, NOT_SQUAD_OBJECT, Paragraph
 from .sources import answer_like_key, foreign_layout, near_miss
 from .mrqa import MISPLACED_SPANS
 from .one_answer import read_as_parts
@@ -125,7 +125,7 @@ def parse_squad(
 ) -> SquadFile:
     """Validate an already-parsed SQuAD object (see :func:`load_squad`)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
-        raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=source)
+        raise DataFormatError(NOT_SQUAD_OBJECT + (FOUND_ARRAY if isinstance(raw, list) else ""), source=source)
     questions = _article_questions(raw["data"], source)
     result = SquadFile([], str(raw.get("version", "1.1")).lstrip("v"), source)
     return _collect(questions, result, limit, fix_offsets, skip_invalid, needs_gold)

@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..json_syntax import json_value
 from .json_reader import DataFormatError, not_utf8, wide_without_mark
 from .limits import max_columns, max_data_bytes, max_header_bytes, max_line_bytes
 from .sources import Records, bounded_lines, check_columns, dataset_records, first_line, table_rows
@@ -27,6 +28,7 @@ def delimited_records(path: Path, delimiter: str) -> Records:
     import datasets
 
     columns = _header(path, delimiter)
+    _check_delimiter(columns, delimiter, str(path))
     check_columns(columns, str(path), f"header row ({'tab' if delimiter == chr(9) else 'comma'}-separated)")
     if not _checked_rows(path, delimiter, len(columns)):
         return Records(str(path), rows=iter(()))
@@ -134,6 +136,22 @@ def _header(path: Path, delimiter: str) -> list[str]:
     if repeated := next((name for name in columns if columns.count(name) > 1), None):
         raise DataFormatError(f"the header row names {repeated!r} twice (one of the two columns would be lost)", source=str(path))
     return columns
+
+
+_DELIMITERS = ",\t;|"
+
+
+def _check_delimiter(columns: list[str], delimiter: str, source: str) -> None:
+    """A header row read as one column whose name holds another delimiter (a CSV saved with ``;``, as spreadsheets
+    write it where ``,`` is the decimal mark) is refused naming that delimiter, not as a table lacking its columns."""
+    if len(columns) != 1:
+        return
+    other = next((mark for mark in _DELIMITERS if mark != delimiter and mark in columns[0]), None)
+    if other is not None:
+        kind, expected = ("csv", "','") if delimiter == "," else ("tsv", "a tab")
+        raise DataFormatError(f"the header row reads as one column, {json_value(columns[0])}: its names are separated by "
+                              f"{other!r}, and a {kind} file's by {expected} (.csv comma-separated, .tsv and .tab "
+                              "tab-separated): write it with that delimiter", source=source)
 
 
 def _checked_rows(path: Path, delimiter: str, width: int) -> int:
