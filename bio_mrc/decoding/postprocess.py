@@ -50,7 +50,6 @@ from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .shares import CONFIDENCE_SPANS
-from .ties import near_tie_order
 from . import spans as span_search
 from .spans import SpanCandidates, best_spans, null_scores
 from .bio_spans import AnswerKeys, TagSpans, best_tag_spans, expected_f1_answer, likeliest_tag_spans
@@ -117,8 +116,7 @@ def _collect(
     probability: np.ndarray | None = None,
 ) -> list[Prediction]:
     """Trim each span (:func:`trimmed_span`; one left empty is dropped), deduplicate (example, char span) keeping the
-    best score, rank per example (scores near-tied earliest first: :func:`~bio_mrc.decoding.ties.near_tie_order`),
-    keep the ``n_best`` best of each (all with ``None``), build predictions (with each
+    best score, rank per example, keep the ``n_best`` best of each (all with ``None``), build predictions (with each
     span's ``probability``, if given). Spans are trimmed before they are ranked: spans of blank tokens alone never take
     the places of spans with text."""
     char_start, char_end = _trimmed_columns(examples, ex, char_start, char_end)
@@ -132,7 +130,7 @@ def _collect(
     first = np.ones(len(ex), dtype=bool)
     first[1:] = (ex[1:] != ex[:-1]) | (char_start[1:] != char_start[:-1]) | (char_end[1:] != char_end[:-1])
     ex, char_start, char_end, score, probability = ex[first], char_start[first], char_end[first], score[first], probability[first]
-    order = near_tie_order(score, char_start, char_end, ex)  # round-off never ranks one span above another
+    order = np.lexsort((-score, ex))  # exact, as the span search cut its n-best: a question's list is one prefix
     ex, char_start, char_end, score, probability = ex[order], char_start[order], char_end[order], score[order], probability[order]
     counts = np.bincount(ex, minlength=len(examples))
     rank = np.arange(len(ex)) - np.concatenate([[0], np.cumsum(counts)[:-1]])[ex]
