@@ -165,3 +165,14 @@ def test_round_off_in_the_logits_leaves_the_answers_on_a_repeated_paragraph(trai
             want = [placed(p) for p in extractor.predict(outputs, examples, multi_span, decoding)]
             for seed in range(4):
                 assert [placed(p) for p in extractor.predict(nudged(outputs, seed), examples, multi_span, decoding)] == want
+
+
+def test_the_multi_span_answer_begins_with_the_single_answers_text_whatever_a_near_tie_reorders():
+    """Two texts near-tied: the single answer is the n-best list's first, and the multi-span answer's first span is
+    that text (at its earliest near-tied mention), never the other text a near-tie puts before it by position."""
+    for eps in ROUND_OFF:
+        spans = sorted([span("In", 0, 2.0), span(SHORT, 1, 2.0 * (1 + eps)), span(SHORT, 0, 2.0 * (1 + eps))],
+                       key=lambda s: (-s.score, s.start))
+        lead = spans[0].text
+        answer = placed(nbest_multi_span([Prediction("q", spans)], min_probability=0.0)[0])
+        assert answer[0] == (lead, CONTEXT.index(lead)) and {text for text, _ in answer} == {"In", SHORT}

@@ -70,24 +70,26 @@ def _answers_by_text(spans: Sequence[AnswerSpan], n_best: int | None = None) -> 
     """The n-best ``spans`` (best first, scores near-tied earliest first: :func:`_by_score`) as answers: each normalised
     text's best-ranked span and the summed n-best share of its spans among the best
     :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` (a text first met past them: its first span's); the best span's
-    answer first, then the others likeliest first (near-tied shares: earliest first); only the answers whose
-    best-ranked span is among the first ``n_best`` (all with None)."""
+    answer first (the single answer's text, whatever a near-tie reorders), then the others likeliest first (near-tied
+    shares: earliest first); only the answers whose best-ranked span is among the first ``n_best`` (all with None)."""
     if not spans:
         return []
+    lead_span = spans[0]
+    lead = normalize_answer(lead_span.text)
     spans = _by_score(spans, [s.score for s in spans])
     probs = nbest_shares([s.score for s in spans])
     answers: dict[str, tuple[AnswerSpan, float]] = {}
-    candidates: set[str] = set()  # the texts of the first n_best spans
+    candidates = {lead}  # and the texts of the first n_best spans
     for k, (span, p) in enumerate(zip(spans, probs.tolist())):
         text = normalize_answer(span.text)
-        if (k and not text) or (k >= CONFIDENCE_SPANS and text in answers):  # no answer; a mention past the shares' spans
+        if (not text and span is not lead_span) or (k >= CONFIDENCE_SPANS and text in answers):  # no answer; a mention past the shares' spans
             continue
         first, total = answers.get(text, (span, 0.0))
         answers[text] = (first, total + p)
         if n_best is None or k < n_best:
             candidates.add(text)
-    best, *others = [answers[text] for text in answers if text in candidates]  # in order of first mention: the best first
-    return [best, *_by_score(others, [p for _, p in others], [span for span, _ in others])]
+    others = [answers[text] for text in answers if text in candidates and text != lead]
+    return [answers[lead], *_by_score(others, [p for _, p in others], [span for span, _ in others])]
 
 
 def tagged_or_nbest_spans(
