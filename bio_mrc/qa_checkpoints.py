@@ -13,7 +13,7 @@ import copy
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -107,6 +107,7 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
     config = BioMrcConfig(encoder=source.config.to_dict(), heads=QA_HEADS, **settings)
     model = BioMrcForQuestionAnswering(config)
     missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
+    unexpected = [name for name in unexpected if not any(part in name for part in IGNORED_WEIGHTS)]  # FNet's QA pooler
     if missing or unexpected:
         raise ModelFormatError(f"its encoder's weights do not fit a {type(encoder).__name__} "
                                f"(missing {missing[:3]}, unexpected {unexpected[:3]})", where)
@@ -114,6 +115,8 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
     model = model.float().eval()
     check_weight_values(model, where)
     check_same_logits(source, model, tokenizer, where)
+    check_encoder_runs(model, tokenizer, model.config.max_seq_length, where, refuse=lambda problem: ModelFormatError(
+        f"its encoder ({type(model.encoder).__name__}) {problem}; bio_mrc cannot answer with it", where))
     return model
 
 
@@ -189,10 +192,15 @@ def config_positions(config: Any) -> int | None:
         return None
 
 
-def check_encoder_runs(model: BioMrcForQuestionAnswering, tokenizer, length: int, where: str) -> None:
+def check_encoder_runs(model: BioMrcForQuestionAnswering, tokenizer, length: int, where: str,
+                       refuse: Callable[[str], Exception] | None = None) -> None:
     """Refuse an encoder that cannot run on the windows training makes: two windows, a whole one of ``length`` tokens
     and a short one padded to it (an encoder that needs inputs of one fixed length, or whose attention does not take a
-    padding mask, such as a Nystromformer with fewer landmarks than its segment length), before any window is cut."""
+    padding mask, such as a Nystromformer with fewer landmarks than its segment length), or whose logits for the short
+    window change with the tokens of its padding (:func:`check_padding_unread`), before any window is cut. ``refuse`` makes the
+    error of a problem (default: a ConfigError, as training refuses the encoder)."""
+    named = f"encoder {where} ({type(model.encoder).__name__})"
+    refuse = refuse or (lambda problem: ConfigError(f"{named} {problem}; bio_mrc cannot train it"))
     context = " ".join([CHECK_CONTEXT] * (length // 4 + 1))
     try:
         batch = tokenizer([CHECK_QUESTION] * 2, [context, CHECK_CONTEXT.split()[0]], truncation="only_second",
@@ -203,13 +211,37 @@ def check_encoder_runs(model: BioMrcForQuestionAnswering, tokenizer, length: int
     training = model.training
     try:
         with torch.inference_mode():
-            model.eval()(**inputs)
+            outputs = model.eval()(**_padding_refilled(inputs))
     except (IndexError, RuntimeError, AssertionError, ValueError, TypeError) as err:
-        raise ConfigError(f"encoder {where} ({type(model.encoder).__name__}) does not run on padded windows of {length} "
-                          f"tokens ({type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}); "
-                          "bio_mrc cannot train it") from None
+        raise refuse(f"does not run on padded windows of {length} tokens "
+                     f"({type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]})") from None
     finally:
         model.train(training)
+    if "attention_mask" in inputs:
+        check_padding_unread(outputs, inputs["attention_mask"][1].bool(), refuse)
+
+
+def _padding_refilled(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The two windows and a third: the short one with the whole one's tokens in place of its padding, its mask and
+    length unchanged (an encoder that changes its attention with the length, as BigBird does, runs all alike); the two
+    alone where the tokenizer makes no attention mask."""
+    if "attention_mask" not in inputs:
+        return inputs
+    refilled = {key: torch.cat([value, value[1:2]]) for key, value in inputs.items()}
+    refilled["input_ids"][2] = torch.where(inputs["attention_mask"][1].bool(), inputs["input_ids"][1], inputs["input_ids"][0])
+    return refilled
+
+
+def check_padding_unread(outputs: Any, real: torch.Tensor, refuse: Callable[[str], Exception]) -> None:
+    """Refuse an encoder whose logits for the batch's short window (its tokens ``real``) change with the tokens of the
+    padding after it, the third window (FNet mixes every position and takes no attention mask): its answers would
+    depend on the batch."""
+    differences = [float((value[1, real] - value[2, real]).abs().max())
+                   for name, value in outputs.items() if name.endswith("_logits")]
+    if max(differences, default=0.0) > LOGIT_TOLERANCE:
+        raise refuse(f"reads the padding after a window: a window of {int(real.sum())} tokens padded to {len(real)} has "
+                     f"logits up to {max(differences):.3g} apart as its padding's tokens change (the padding mask is not "
+                     "applied), so an answer would depend on the windows batched with it")
 
 
 def check_same_logits(source: PreTrainedModel, model: BioMrcForQuestionAnswering, tokenizer, where: str) -> None:
@@ -251,7 +283,9 @@ def qa_model_from_span_model(model: BioMrcForQuestionAnswering, tokenizer, where
                           f"({str(err).strip().splitlines()[0][:200]})") from None
     layer, encoder = getattr(qa, QA_LAYER, None), getattr(qa, qa.base_model_prefix, None)
     if not isinstance(layer, nn.Linear) or encoder is None:
-        raise ConfigError(f"transformers' {type(qa).__name__} has no {QA_LAYER} layer on its encoder for the span head")
+        raise ConfigError(f"{where}: transformers' {type(qa).__name__} computes its start and end logits otherwise than "
+                          f"with one {QA_LAYER} layer on its encoder, so the span head has no place in it; an ONNX "
+                          "export serves runtimes without bio_mrc")
     missing, unexpected = encoder.load_state_dict(model.encoder.state_dict(), strict=False)
     if [k for k in missing if "pooler" not in k] or unexpected:
         raise ConfigError(f"the encoder's weights do not fit {type(qa).__name__} (missing {missing[:3]}, unexpected {unexpected[:3]})")

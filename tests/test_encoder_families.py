@@ -316,3 +316,59 @@ def test_an_encoder_without_max_position_embeddings_is_checked_in_its_onnx_expor
     with pytest.raises(BioMrcError, match=r"the encoder \(FunnelModel\) does not export to ONNX; not exported"):
         export_onnx(tmp_path / "model", tmp_path / "exported")
     assert not (tmp_path / "exported").exists()
+
+
+def test_an_encoder_that_reads_its_padding_is_refused_before_training(tiny_encoder_dir, tmp_path, capsys):
+    """FNet mixes every position, padding included, and takes no attention mask: a window's logits changed with the
+    padding its batch gave it, so one question answered otherwise beside a longer context. ``train`` says so in one
+    line before any window is cut (before: it trained, and answers depended on the batch)."""
+    from bio_mrc.cli import main
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    tokenizer.save_pretrained(str(tmp_path / "encoder"))
+    torch.manual_seed(0)
+    transformers.FNetModel(transformers.FNetConfig(vocab_size=len(tokenizer), max_position_embeddings=64, **SMALL)
+                           ).save_pretrained(str(tmp_path / "encoder"))
+    args = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "model"), "--encoder", str(tmp_path / "encoder"),
+            "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: encoder {tmp_path / 'encoder'} (FNetModel) reads the padding after a window: ")
+    assert "bio_mrc cannot train it" in err[-1] and len([line for line in err if line.startswith("error")]) == 1
+    assert not (tmp_path / "model").exists() or not any((tmp_path / "model").iterdir())
+
+
+def test_a_qa_model_whose_encoder_reads_its_padding_is_refused_not_answered_with(tiny_encoder_dir, tmp_path, capsys):
+    """transformers' FNetForQuestionAnswering keeps a pooler beside its encoder, which its start and end logits never
+    read: the pooler is passed over as in any QA folder, and the model is refused for what it does, reading the padding
+    (before: a line blaming the pooler's weights)."""
+    from bio_mrc.cli import main
+
+    folder = tmp_path / "fnet-qa"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    torch.manual_seed(0)
+    transformers.FNetForQuestionAnswering(transformers.FNetConfig(vocab_size=len(tokenizer), max_position_embeddings=64,
+                                                                  **SMALL)).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    assert main(["extract", "--model", str(folder), "--question", "Who ruled?", "--context", CONTEXT]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: its encoder (FNetModel) reads the padding after a window: ")
+    assert err.endswith(f"bio_mrc cannot answer with it (in {folder})")
+
+
+def test_an_export_to_a_qa_class_with_a_head_of_its_own_names_the_model_and_what_works(tiny_encoder_dir, tmp_path, capsys):
+    """ModernBERT's QA class reads the encoder through a head of its own before its classifier, which the span head
+    cannot fill: the line names the model and the export that does work, and no folder is left."""
+    from bio_mrc.cli import main
+
+    encoder = build_encoder("modernbert", tiny_encoder_dir, tmp_path / "encoder")
+    model = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span", max_seq_length=48, doc_stride=16,
+                                            max_query_length=12).save_pretrained(str(model))
+    AutoTokenizer.from_pretrained(str(encoder)).save_pretrained(str(model))
+    assert main(["export", "--model", str(model), "--output", str(tmp_path / "qa"), "--format", "transformers"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {model}: transformers' ModernBertForQuestionAnswering computes its start and end logits otherwise than "
+        "with one qa_outputs layer on its encoder, so the span head has no place in it; an ONNX export serves runtimes "
+        "without bio_mrc")
+    assert not (tmp_path / "qa").exists()
