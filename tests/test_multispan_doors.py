@@ -32,6 +32,7 @@ ODD_CONTEXT = ("In 1066\tthe fleet sailed\r\nfrom Ærøskøbing to Café Zürich
 def all_o_model(tiny_encoder_dir, tmp_path_factory):
     """A random joint model whose BIO head gives every token P(O) ≈ 1 (its bias makes O dominate)."""
     folder = tmp_path_factory.mktemp("all-o") / "model"
+    torch.manual_seed(0)  # its span head drawn alike whatever ran before in this worker: the spans every door gives
     model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", **WINDOWS)
     with torch.no_grad():
         model.bio_head.classifier.weight.zero_()
