@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bio_mrc.harness.plots import palette_png, plot_breakdown, plot_cell_scores, plot_threshold_curve
+from bio_mrc.harness.plots import paletted_png, plot_breakdown, plot_cell_scores, plot_threshold_curve
 from bio_mrc.harness.summary_records import CellKey
 from bio_mrc.harness.groups import QUESTION_WORDS, bin_labels, breakdown, group_order, length_bins, question_word
 from bio_mrc.metrics.stats import (
@@ -508,8 +508,9 @@ def test_figures_are_saved_with_a_palette_that_keeps_their_look(tmp_path):
     axes.legend()
     full = io.BytesIO()
     fig.savefig(full, format="png", dpi=100)
-    saved = palette_png(full.getvalue())
-    paletted, original = Image.open(io.BytesIO(saved)), Image.open(io.BytesIO(full.getvalue())).convert("RGB")
+    original = Image.open(io.BytesIO(full.getvalue())).convert("RGB")
+    saved = paletted_png(original)
+    paletted = Image.open(io.BytesIO(saved))
     assert paletted.mode == "P" and paletted.size == original.size
     assert len(saved) < len(full.getvalue())
     difference = np.abs(np.asarray(paletted.convert("RGB"), dtype=int) - np.asarray(original, dtype=int))

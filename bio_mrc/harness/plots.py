@@ -58,20 +58,12 @@ def _save(fig: Any, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.canvas.draw()
     image = Image.fromarray(np.asarray(fig.canvas.buffer_rgba())).convert("RGB")
-    return atomic_write_bytes(out, _paletted(image))  # a crash never leaves a half-written PNG
+    return atomic_write_bytes(out, paletted_png(image))  # a crash never leaves a half-written PNG
 
 
-def palette_png(png: bytes) -> bytes:
-    """The same picture with a palette of 256 colours: a plot is a few flat colours and their anti-aliased
-    edges, so it looks the same in a third of the bytes (reports are committed, and the repository must
-    stay small enough to travel to a GPU machine)."""
-    from PIL import Image
-
-    return _paletted(Image.open(io.BytesIO(png)).convert("RGB"))
-
-
-def _paletted(image: Any) -> bytes:
-    """An RGB image as a PNG of 256 colours (:func:`palette_png`)."""
+def paletted_png(image: Any) -> bytes:
+    """An RGB image as a PNG with a palette of 256 colours: a plot is a few flat colours and their anti-aliased
+    edges, so it looks the same in a third of the bytes (reports are committed, and a repository stays small)."""
     from PIL import Image
 
     paletted = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
