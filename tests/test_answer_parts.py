@@ -127,7 +127,8 @@ def test_several_listed_answers_read_without_a_format_are_said_to_be_alternative
     out, err = capsys.readouterr()
     assert json.loads(out)["f1"] == 100.0
     assert err.splitlines() == [
-        f"note: 6 questions of {data} list several answers, read as alternatives, any one of them right, as SQuAD's "
+        f"note: 6 questions of {data} list several answers that share no text, as the parts of one answer do, read as "
+        "alternatives, any one of them right, as SQuAD's "
         "release of these columns means them (Quoref's means the parts of one answer), e.g. 'p0', 'p1', 'p2', 'p3', "
         "'p4', ...; give --format answer-parts where they are the parts of one answer, or --format squad to read them "
         "as alternatives without this note"]
@@ -139,6 +140,37 @@ def test_several_listed_answers_read_without_a_format_are_said_to_be_alternative
     assert capsys.readouterr().err == ""
 
 
+def test_annotators_alternatives_in_the_hugging_face_columns_are_read_without_a_note(tmp_path, capsys):
+    """SQuAD's release in the Hugging Face columns: annotators' alternatives overlap ("Denver Broncos", "Broncos") or
+    repeat a text at two places, which one answer's parts never do, so its several answers are alternatives unsaid;
+    one question of parts among three of alternatives does not make the file one of parts."""
+    context = "The Denver Broncos beat the Carolina Panthers. The Broncos won, and the Broncos cheered."
+    rows = [("nested", ["Denver Broncos", "Broncos"], [4, 11]), ("two-places", ["Broncos", "Broncos"], [11, 51]),
+            ("cased", ["The Broncos", "the Broncos"], [47, 68]), ("parts", ["Denver Broncos", "Carolina Panthers"], [4, 28])]
+    data = tmp_path / "squad-columns.jsonl"
+    data.write_text("".join(json.dumps({"id": qid, "question": "Who?", "context": context,
+                                        "answers": {"text": texts, "answer_start": starts}}) + "\n"
+                            for qid, texts, starts in rows), encoding="utf-8")
+    assert [context[s:s + len(t)] for _, texts, starts in rows for t, s in zip(texts, starts)] == [
+        t for _, texts, _ in rows for t in texts]
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({qid: texts[-1] for qid, texts, _ in rows}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["f1"] == 100.0 and err == ""
+    data.write_text("".join(json.dumps({"id": qid, "question": "Who?", "context": context,
+                                        "answers": {"text": texts, "answer_start": starts}}) + "\n"
+                            for qid, texts, starts in rows[2:]), encoding="utf-8")
+    preds.write_text(json.dumps({qid: texts[-1] for qid, texts, _ in rows[2:]}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 0
+    assert capsys.readouterr().err == ""  # one of two questions listing several answers lists parts: not most
+    data.write_text(json.dumps({"id": "parts", "question": "Who?", "context": context,
+                                "answers": {"text": rows[3][1], "answer_start": rows[3][2]}}), encoding="utf-8")
+    preds.write_text(json.dumps({"parts": "Carolina Panthers"}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 0
+    assert capsys.readouterr().err.startswith(f"note: 1 question of {data} lists several answers that share no text")
+
+
 def test_train_says_how_it_reads_several_answers_before_any_work(tiny_encoder_dir, tmp_path, capsys):
     data, bad = write_parts(tmp_path), tmp_path / "held-out.jsonl"
     bad.write_text(json.dumps({"id": "x", "question": "Who?", "context": "Ann met Bob."}) + "\n", encoding="utf-8")
@@ -146,7 +178,7 @@ def test_train_says_how_it_reads_several_answers_before_any_work(tiny_encoder_di
                  "--encoder", str(tiny_encoder_dir), "--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "8",
                  "--training-args", '{"eval_strategy": "epoch"}']) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith(f"note: 6 questions of {data} list several answers, read as alternatives")
+    assert err[0].startswith(f"note: 6 questions of {data} list several answers that share no text")
     assert "question without answers" in err[1] and not (tmp_path / "model" / "config.json").exists()
 
 

@@ -44,15 +44,30 @@ def as_answer_parts(examples: Iterable[Example], source: str = "") -> list[Examp
 
 def note_alternatives_read(data: SquadFile) -> None:
     """One :class:`AlternativesReadNote` where ``data``, read in a form whose listed answers mean either
-    (``answers_either_way``), has questions listing several answers: a reader that names no format reads them as
-    SQuAD's alternatives, which a file of one answer's parts would be scored and trained on without a word."""
-    several = [example.id for example in data.examples if example.answers and len(set(example.answers)) > 1]
-    if not several or not FORMATS[data.format].answers_either_way:
+    (``answers_either_way``), lists several answers shaped as one answer's parts for most of its questions that list
+    several: a reader that names no format reads them as SQuAD's alternatives, which a file of one answer's parts
+    would be scored and trained on without a word. Annotators' alternatives of one answer mostly overlap or repeat
+    one text ("Denver Broncos", "Broncos"); parts never do, so a file whose several answers mostly overlap is read
+    as alternatives without the note."""
+    several = [example for example in data.examples if example.answers and len(set(example.answers)) > 1]
+    part_shaped = [example.id for example in several if _shaped_as_parts(example)]
+    if not FORMATS[data.format].answers_either_way or 2 * len(part_shaped) <= len(several):
         return
-    shown = ", ".join(repr(qid) for qid in several[:5]) + (", ..." if len(several) > 5 else "")
+    shown = ", ".join(repr(qid) for qid in part_shaped[:5]) + (", ..." if len(part_shaped) > 5 else "")
     warnings.warn(AlternativesReadNote(
-        f"{counted(len(several), 'question')} of {data.source or 'the input'} {number_form(len(several), 'lists', 'list')} "
-        f"several answers, read as alternatives, any one of them right, as SQuAD's release of these columns means them "
+        f"{counted(len(part_shaped), 'question')} of {data.source or 'the input'} "
+        f"{number_form(len(part_shaped), 'lists', 'list')} several answers that share no text, as the parts of one "
+        f"answer do, read as alternatives, any one of them right, as SQuAD's release of these columns means them "
         f"(Quoref's means the parts of one answer), e.g. {shown}; give {argument('data_format', 'answer-parts')} where "
         f"they are the parts of one answer, or {argument('data_format', 'squad')} to read them as alternatives without "
         "this note"), stacklevel=2)
+
+
+def _shaped_as_parts(example: Example) -> bool:
+    """Whether ``example``'s listed answers share no character and no text, none inside another (case and edge
+    blanks aside), as the parts of one answer do and annotators' alternatives of it mostly do not."""
+    spans = sorted(set(span for alternative in example.answers or () for span in alternative))
+    if any(later_start < end for (_, end), (later_start, _) in zip(spans, spans[1:])):
+        return False
+    texts = [example.context[start:end].strip().casefold() for start, end in spans]
+    return len(set(texts)) == len(texts) and not any(a != b and a in b for a in texts for b in texts)
