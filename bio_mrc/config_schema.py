@@ -103,7 +103,7 @@ def schema_errors(instance: Any, schema: Mapping[str, Any]) -> list[str]:
     """Every place ``instance`` breaks ``schema``, each as ``key.path: problem``, in document order; a NaN or an
     infinity as ``key.path must be a finite number, got NaN``, spelt as JSON spells it, and no bound it breaks besides."""
     non_finite = dict(_non_finite(instance, ()))
-    found = [(path, f"{_key_path(path)} must be a finite number, got {json_value(value)}") for path, value in non_finite.items()]
+    found = [(path, 0, f"{_key_path(path)} must be a finite number, got {json_value(value)}") for path, value in non_finite.items()]
     for error in Validator(schema).iter_errors(instance):
         if tuple(error.absolute_path) in non_finite:
             continue
@@ -111,18 +111,25 @@ def schema_errors(instance: Any, schema: Mapping[str, Any]) -> list[str]:
         message = f"{error.schema['problem']}; got {json_value(error.instance)}" if "problem" in error.schema else schema_message(error)
         if error.validator == "additionalProperties":
             message = _unknown_keys(error.instance, error.schema.get("properties", {}))
-        found.append((tuple(error.absolute_path), f"{_key_path(error.absolute_path) or 'top level'}: {message}"))
-    return [line for _, line in sorted(found, key=lambda item: [str(part) for part in item[0]])]
+        # an unknown key first: its "did you mean" names the key a missing one is often misspelt as
+        rank = 0 if error.validator == "additionalProperties" else 1
+        found.append((tuple(error.absolute_path), rank, f"{_key_path(error.absolute_path) or 'top level'}: {message}"))
+    return [line for _, _, line in sorted(found, key=lambda item: ([str(part) for part in item[0]], item[1]))]
 
 
 def schema_message(error: jsonschema.ValidationError) -> str:
     """jsonschema's words for ``error`` with the value it got, and a type or choice it names, as JSON spells them
-    (``"5" is not of type "integer"``, ``true``): jsonschema quotes them as Python writes them (``'5'``, ``True``)."""
+    (``"5" is not of type "integer"``, ``true``, ``"eval" is a required property``): jsonschema quotes them as Python
+    writes them (``'5'``, ``True``, ``'eval'``)."""
     if error.validator == "type":
         types = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
         return f"{json_value(error.instance)} is not of type {', '.join(json_value(kind, whole=True) for kind in types)}"
     if error.validator == "enum":
         return f"{json_value(error.instance)} is not one of {json_value(error.validator_value, whole=True)}"
+    if error.validator == "required":  # jsonschema names one missing key per error, as Python quotes it
+        missing = next((key for key in error.validator_value if error.message.startswith(repr(key))), None)
+        if missing is not None:
+            return f"{json_value(missing, whole=True)} is a required property"
     python = repr(error.instance)
     return json_value(error.instance) + error.message[len(python):] if error.message.startswith(python) else error.message
 

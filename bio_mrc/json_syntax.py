@@ -10,7 +10,7 @@ import re
 import reprlib
 from typing import Any
 
-__all__ = ["LOOK", "decode_hint", "json_value", "syntax_hint"]
+__all__ = ["LOOK", "decode_hint", "json_kind", "json_value", "syntax_hint"]
 
 _BLANK = " \t\n\r"  # JSON's whitespace
 LOOK = 1000  # characters read each side of the stop: a longer run of whitespace is read as no hint
@@ -81,3 +81,13 @@ def json_value(value: Any, whole: bool = False) -> str:
     would make a line as long), or ``whole``: every character, for a value read to be copied or chosen from (a path,
     the names to pick one of). A value short enough reads the same either way."""
     return _whole(value) if whole else _SHORT.repr(value)
+
+
+_KINDS = {dict: "a JSON object", list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", int: "a JSON number",
+          float: "a JSON number", type(None): "JSON null"}
+
+
+def json_kind(value: Any) -> str:
+    """What a value read from a JSON file is, as JSON names it (``a JSON array``, ``JSON null``), not as Python does
+    (``list``, ``NoneType``)."""
+    return _KINDS.get(type(value), f"a {type(value).__name__}")

@@ -83,7 +83,7 @@ def test_a_preset_named_like_a_file_here_is_the_preset_with_a_note(tmp_path, mon
         'error: eval: the path "squad-v1.1/dev.json" is relative to the data directory no-data, which is not found; '
         "pass --data-dir or set BIO_MRC_DATA, or give the path in full (in quick)\n")
     assert main(["compare", "--config", "./quick", "--data-dir", "no-data"]) == 2
-    assert capsys.readouterr().err == "error: top level: 'eval' is a required property (and 1 more) (in quick)\n"
+    assert capsys.readouterr().err == 'error: top level: "eval" is a required property (and 1 more) (in quick)\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quick"]
 
 

@@ -43,7 +43,11 @@ def test_every_committed_config_passes_a_stock_validator_of_the_published_schema
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"eval": None}, "top level: 'eval' is a required property"),
+    ({"eval": None}, 'top level: "eval" is a required property'),
+    ({"train": {"path": "a", "split": {"fraction": [0.5, 0.5], "part": 0}}},
+     'train.split: unknown key "fraction" (did you mean "fractions"?); the known keys are fractions, part, seed (and 1 more)'),
+    ({"train": {"path": "a", "unanswerable_ratio": 1e308}}, "train.unanswerable_ratio: 1e+308 is greater than the maximum of 1"),
+    ({"checkpoint_steps": 2**70}, "checkpoint_steps: 1180591620717411303424 is greater than the maximum of 1000000000"),
     ({"seeds": "42"}, 'seeds: "42" is not of type "array"'),
     ({"seeds": []}, "seeds: [] should be non-empty"),
     ({"seeds": [1.5]}, 'seeds[0]: 1.5 is not of type "integer"'),
@@ -80,6 +84,31 @@ def test_a_bad_value_is_refused_naming_its_key_path(change, message):
     raw = {key: value for key, value in {**MINIMAL, **change}.items() if value is not None}
     with pytest.raises(ConfigError, match=re.escape(message)):
         parse_config(raw)
+
+
+def test_a_combination_a_run_refuses_names_its_key_path_and_no_class():
+    """A config's author writes keys, not Python classes: ``defaults: span_loss_weight is 0``, not ``TrainConfig: ...``."""
+    with pytest.raises(ConfigError) as refused:
+        parse_config({**MINIMAL, "defaults": {"span_loss_weight": 0}})
+    assert str(refused.value).startswith("defaults: span_loss_weight is 0, so the span head (heads 'span+bio') would not train")
+
+
+@pytest.mark.parametrize("text, kind", [("null", "JSON null"), ("[]", "a JSON array"), ('"quick"', "a JSON string"),
+                                        ("3", "a JSON number"), ("true", "a JSON boolean")])
+def test_a_config_file_of_no_object_names_what_it_holds_as_json_does(text, kind, tmp_path):
+    path = tmp_path / "ablation.json"
+    path.write_text(text)
+    with pytest.raises(DataFormatError) as refused:
+        load_config(path)
+    assert str(refused.value) == f"expected a JSON object, got {kind} (in {path})"
+
+
+@pytest.mark.parametrize("given", ["Quick", "quick.json", "v2quick"])
+def test_a_missing_config_file_named_like_a_preset_names_the_preset(given, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    preset = given.lower().removesuffix(".json").replace("v2quick", "v2-quick")
+    with pytest.raises(DataFormatError, match=re.escape(f"no such config file (did you mean the preset {preset}? presets: {', '.join(PRESETS)})")):
+        load_config(given)
 
 
 def test_a_config_file_error_names_the_file_and_the_key_and_the_cli_prints_one_line(tmp_path, capsys):

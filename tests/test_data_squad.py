@@ -150,6 +150,13 @@ def test_unanswerable_pairs_use_another_paragraph_of_the_article(sample_v1):
     assert add_unanswerable(sample_v1.examples, ratio=0.5, seed=3) == out
 
 
+@pytest.mark.parametrize("ratio", [-0.5, 1.5, 1e308, float("nan"), float("inf")])
+def test_an_unanswerable_ratio_past_one_per_question_is_refused(sample_v1, ratio):
+    """Each question is paired at most once, so a ratio above 1 asks for more than can be made (1e308 overflowed)."""
+    with pytest.raises(ValueError, match=r"ratio is 0 to 1 \(at most one made-up question per question\), got "):
+        add_unanswerable(sample_v1.examples, ratio=ratio)
+
+
 @pytest.mark.slow  # real data
 def test_real_squad_files_load():
     for name, count in (("squad-v1.1/dev.json", 10570), ("squad-v2.0/dev.json", 11873)):

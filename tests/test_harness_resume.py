@@ -246,6 +246,17 @@ def test_windows_longer_than_a_later_runs_encoder_positions_are_refused_before_a
         assert not (tmp_path / "out" / "models").exists()
 
 
+def test_windows_longer_than_the_encoder_positions_are_refused_before_the_data_is_read(tiny_encoder_dir, tmp_path):
+    """A config's mistake is named before any data is read (which takes seconds on a full training file): here no evaluation
+    file is there at all, and the windows are still what the line names."""
+    cfg = config(tiny_encoder_dir, runs=[{"name": "long", "heads": "span", "max_seq_length": 129}],
+                 eval={"path": str(tmp_path / "missing.json")})
+    for call in (compare, train_models):
+        with pytest.raises(ConfigError, match=r"^runs\[0\]\.max_seq_length: 129 exceeds the 128 positions a window"):
+            call(cfg, tmp_path, tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+
+
 def test_a_bare_encoder_as_init_from_is_refused_before_any_training(tiny_encoder_dir, tmp_path):
     cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"},
                                          {"name": "second", "heads": "bio", "init_from": str(tiny_encoder_dir)}])

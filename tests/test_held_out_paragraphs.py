@@ -85,3 +85,14 @@ def test_a_paragraph_in_two_cross_validation_data_sets_is_refused(context):
     with pytest.raises(ConfigError, match=r"^cross_validation: 1 paragraph of stories is in eight too \(up to spacing\): each "
                                           r"data set's folds are drawn apart"):
         cross_validation_folds(split, 2, seed=0)
+
+
+@pytest.mark.parametrize("second, key", [(1, "eval_also[0]"), (2, "eval_also[1]")])
+def test_a_question_id_in_two_evaluation_data_sets_is_named_with_both_keys(second, key):
+    """eval_also naming eval's own file: the line names the id and the two entries that hold it."""
+    parts = [Split(SIX[:2], "squad-v1.1", "dev.json"), Split(SIX[2:4], "squad-v1.1", "other.json"), Split(SIX[4:6], "squad-v1.1", "more.json")]
+    parts[second] = Split(SIX[1:3], "squad-v1.1", "dev.json")
+    with pytest.raises(ConfigError) as refused:
+        joined_split(parts)
+    assert str(refused.value) == (f'{key}: the question id "A1" is in eval too; each question is scored once, so the '
+                                  "evaluation data sets hold different questions")

@@ -20,8 +20,8 @@ def add_unanswerable(examples: Sequence[Example], ratio: float = 0.5, seed: int 
     and replaced by others while any remain. Made-up questions get the id
     ``<id>-unans`` and ``answers == ()``.
     """
-    if ratio < 0:
-        raise ValueError(f"ratio must be >= 0, got {ratio}")
+    if not 0 <= ratio <= 1:  # NaN too; each question is paired at most once, so no ratio makes more
+        raise ValueError(f"ratio is 0 to 1 (at most one made-up question per question), got {ratio}")
     rng = np.random.default_rng(seed)
     contexts: dict[str, list[str]] = defaultdict(list)
     for ex in examples:

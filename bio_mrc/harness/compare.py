@@ -101,6 +101,20 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     return load_earlier_cells(cells_from, config, questions)
 
 
+def _checked_sources_and_splits(config: CompareConfig, data_dir: Path, models_dir: Path,
+                                cells_from: str | Path | None) -> tuple[Splits, EarlierCells | None]:
+    """The splits and the earlier report's cells, each run's encoder (or model it continues) checked first: a run's
+    mistake (windows past its encoder's positions) is named before the data is read. Which runs an earlier report
+    spares is known only from the splits, so with ``cells_from`` the runs left to train are checked after them."""
+    if cells_from is None:
+        check_model_sources(config.runs, config.runs, models_dir, config.run_seeds)
+    splits = resolve_splits(config, data_dir)
+    earlier = earlier_cells(cells_from, config, splits)
+    if cells_from is not None:
+        check_model_sources(runs_to_train(config, earlier), config.runs, models_dir, config.run_seeds)
+    return splits, earlier
+
+
 def runs_to_train(config: CompareConfig, earlier: EarlierCells | None) -> list[RunSpec]:
     """The runs with a seed whose cells an earlier report (``--cells-from``) does not hold."""
     return [run for run in config.runs if not earlier or not all(earlier.holds(run.name, seed) for seed in config.run_seeds(run))]
@@ -164,9 +178,7 @@ def run_comparison(
     check_own_folders(output_dir)
     check_outside_models(config, output_dir)
     check_prediction_files(config, output_dir)
-    splits = resolve_splits(config, data_dir)
-    earlier = earlier_cells(cells_from, config, splits)
-    check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models", config.run_seeds)
+    splits, earlier = _checked_sources_and_splits(config, data_dir, output_dir / "models", cells_from)
     check_held_out_questions(config, splits)  # its init_from models found: every stage they trained on
     check_run_trainings(runs_to_train(config, earlier), config.runs, output_dir / "models", config.checkpoint_steps, splits.tune)
     output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
@@ -208,10 +220,8 @@ def train_models(
     Models whose cells ``cells_from`` holds are not trained."""
     check_own_folders(Path(output_dir))
     check_outside_models(config, Path(output_dir))
-    splits = resolve_splits(config, Path(data_dir))
-    earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
-    check_model_sources(runs_to_train(config, earlier), config.runs, models_dir, config.run_seeds)
+    splits, earlier = _checked_sources_and_splits(config, Path(data_dir), models_dir, cells_from)
     check_held_out_questions(config, splits)
     check_run_trainings(runs_to_train(config, earlier), config.runs, models_dir, config.checkpoint_steps, splits.tune)
     trained = []

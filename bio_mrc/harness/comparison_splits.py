@@ -85,8 +85,20 @@ def joined_split(parts: list[Split]) -> Split:
                           f"got task(s) {other}")
     examples = [ex for part in parts for ex in part.examples]
     if len({ex.id for ex in examples}) != len(examples):
-        raise ConfigError("eval_also: a question id appears in two evaluation data sets")
+        _refuse_repeated_id(parts)
     return Split(examples, parts[0].task, " + ".join(part.description for part in parts), parts)
+
+
+def _refuse_repeated_id(parts: list[Split]) -> None:
+    """Name the first question id two evaluation data sets share, by their config keys (``eval``, ``eval_also[N]``)."""
+    keys = ["eval", *(f"eval_also[{number}]" for number in range(len(parts) - 1))]
+    first: dict[str, int] = {}
+    for number, part in enumerate(parts):
+        for ex in part.examples:
+            if ex.id in first:
+                raise ConfigError(f"{keys[number]}: the question id {json_value(ex.id)} is in {keys[first[ex.id]]} too; each question "
+                                  "is scored once, so the evaluation data sets hold different questions")
+            first[ex.id] = number
 
 
 @dataclass

@@ -68,14 +68,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..arguments import first_questions
+from ..arguments import MAX_COUNT, first_questions
 from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors, unasked_defaults, unasked_fields
 from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError, InputNote, argument
 from ..io import home_expanded
-from ..json_syntax import json_value
+from ..json_syntax import json_kind, json_value
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
 from .summary_records import CellKey
@@ -119,7 +119,8 @@ class DataSpec:
     split: dict[str, Any] | None = field(default=None, metadata={
         "schema": SPLIT_SCHEMA, "help": "part `part` of an article-level split of the file into `fractions` (summing to 1)"})
     unanswerable_ratio: float = field(default=0.0, metadata={
-        "minimum": 0, "help": "v1.1 training data: add this many made-up unanswerable questions per question"})
+        "minimum": 0, "maximum": 1, "help": "v1.1 training data: add this many made-up unanswerable questions per question "
+                                            "(0 to 1: each question is paired at most once)"})
     format: str = field(default="squad", metadata={
         "choices": registry.data_formats,
         "help": "squad (listed answers are alternatives); multispanqa, drop and mash-qa (their own layouts), or quoref and "
@@ -334,7 +335,7 @@ def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
         # written by to_dict where --runs left the baseline's run out: the report's configuration reads back as itself
         "baseline_left_out": {**cells, "type": ["string", "null"]},
         "contrasts": {"type": "array", "items": {"type": "array", "items": cells, "minItems": 2, "maxItems": 2}},
-        "checkpoint_steps": {"type": ["integer", "null"], "minimum": 1},
+        "checkpoint_steps": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_COUNT},  # train_model's bound
     }
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "bio_mrc comparison config (bio-mrc compare --config)",
             "type": "object", "required": ["eval", "runs"], "additionalProperties": False, "properties": properties}
@@ -419,7 +420,9 @@ def _run_train_config(defaults: dict[str, Any], merged: dict[str, Any], number: 
     try:
         return TrainConfig.from_dict(merged)
     except ValueError as err:  # ConfigError among them
-        raise ConfigError(f"{'defaults' if _refused_alike(defaults, err) else f'runs[{number}]'}: {err}") from None
+        # a config names keys, not the class that holds them
+        problem = str(err).removeprefix(f"{TrainConfig.__name__}: ")
+        raise ConfigError(f"{'defaults' if _refused_alike(defaults, err) else f'runs[{number}]'}: {problem}") from None
 
 
 def _refused_alike(defaults: dict[str, Any], err: ValueError) -> bool:
@@ -493,14 +496,20 @@ def load_config(path_or_preset: str | Path) -> CompareConfig:
         raise DataFormatError(f"an empty path names no config file; give one, or a preset: {', '.join(PRESETS)}", source=repr(str(path_or_preset)))
     path = Path(home_expanded(path_or_preset))
     if not path.exists():
-        raise DataFormatError(f"no such config file (presets: {', '.join(PRESETS)})", source=str(path))
+        raise DataFormatError(f"no such config file ({_preset_guess(str(path_or_preset))}presets: {', '.join(PRESETS)})", source=str(path))
     raw = read_json(path, bounded=True)  # within BIO_MRC_MAX_JSON_BYTES: a config is never read whole past it
     if not isinstance(raw, dict):
-        raise DataFormatError(f"expected a JSON object, got a JSON {type(raw).__name__}", source=str(path))
+        raise DataFormatError(f"expected a JSON object, got {json_kind(raw)}", source=str(path))
     try:
         return parse_config(raw)
     except ConfigError as err:
         raise DataFormatError(str(err), source=str(path)) from None
+
+
+def _preset_guess(given: str) -> str:
+    """``did you mean the preset quick? `` for a missing file named like a preset (``Quick``, ``quick.json``); "" otherwise."""
+    guess = difflib.get_close_matches(given.lower(), PRESETS, n=1) if "/" not in given else []
+    return f"did you mean the preset {guess[0]}? " if guess else ""
 
 
 def _note_file_named_as_preset(name: str) -> None:
