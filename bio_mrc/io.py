@@ -29,7 +29,7 @@ from .errors import ConfigError, OutputError, argument, as_keywords
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_writers", "atomic_move_files", "replace_all",
-           "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
+           "fsync_dir", "file_sha256", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "sole_process_in", "written_alone", "FolderBusyError",
            "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
@@ -462,7 +462,7 @@ def replaced_together(folder: str | Path, name: str) -> Iterator[Path]:
             for file in sorted(writing.iterdir()):
                 with open(file, "rb") as handle:
                     os.fsync(handle.fileno())
-                files[plain_name(file.name, str(writing))] = _sha256(file)
+                files[plain_name(file.name, str(writing))] = file_sha256(file)
             atomic_write_json(writing / SET_MANIFEST, files)
         except BaseException:
             remove_tree(writing, folder)
@@ -580,7 +580,8 @@ def _read_file_list(path: Path, required: bool) -> dict[str, str | None]:
     return {plain_name(file, str(path)): digest for file, digest in listed.items()}
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of the file at ``path``, as hex, read in blocks (never whole in memory)."""
     digest = hashlib.sha256()  # read in blocks: hashlib.file_digest is Python 3.11's, and the package runs on 3.10
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -592,7 +593,7 @@ def _sha256_or_none(path: Path) -> str | None:
     """The digest of a plain file (never one reached through a link), else None."""
     if path.is_symlink() or not path.is_file():
         return None
-    return _sha256(path)
+    return file_sha256(path)
 
 
 class UnsafePathError(OutputError):

@@ -46,7 +46,7 @@ from .arguments import MAX_COUNT
 from .config_schema import whole_number
 from .errors import ConfigError, InputWarning, ModelFormatError, argument
 from .evaluation_record import EVAL_FILE
-from .io import non_utf8_byte, remove_file, special_file_kind
+from .io import is_temporary_of, non_utf8_byte, remove_file, special_file_kind
 from .json_syntax import decode_hint, json_value
 from .model_defaults import BIO_LOSS_REDUCTIONS, MODEL_FORMAT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
@@ -103,6 +103,24 @@ MODEL_FILE_NAMES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-?????-of-?????.s
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
 FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
+
+
+# The files bio_mrc writes atomically in a model folder, each through a temporary file beside it (bio_mrc.io): a kill
+# mid-write leaves that file, which no door reads, copies or uploads, and the folder's next training removes.
+ATOMIC_MODEL_FILES = (RUN_FILE, CARD_FILE, EVAL_FILE, TRAINING_LOG_FILE, "config.json", EXPORT_FILE)
+
+
+def is_model_temporary(name: str) -> bool:
+    """Whether ``name`` is the temporary file of an atomic write of one of :data:`ATOMIC_MODEL_FILES`."""
+    return any(is_temporary_of(name, target) for target in ATOMIC_MODEL_FILES)
+
+
+def remove_model_temporaries(folder: str | Path) -> None:
+    """Remove from ``folder`` the temporary files of its atomic writes that a kill left (plain files alone)."""
+    folder = Path(folder)
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if is_model_temporary(path.name) and path.is_file() and not path.is_symlink():
+            remove_file(path, folder)
 
 
 # The files loading a model or an encoder reads, each a regular file (or a link to one) where present.

@@ -3,6 +3,7 @@ never followed to delete or write, and no output replaces an input or a model be
 
 import concurrent.futures
 import contextlib
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -461,6 +462,26 @@ def test_a_push_during_training_sends_the_model_files_alone(tiny_encoder_dir, sa
     assert set(final) == model_files | {"README.md", "bio_mrc_run.json", "training_log.json"}
     assert during[0][1]["tokenizer.json"] == final["tokenizer.json"]
     assert not (out / "checkpoints").exists()
+
+
+@pytest.mark.slow
+def test_a_checkpoints_upload_holds_its_file_digests(tiny_encoder_dir, sample_v1, tmp_path, monkeypatch):
+    """--hub-strategy checkpoint uploads the checkpoint itself: with the SHA-256 of its files that --resume checks,
+    recorded before the upload starts (once Trainer had saved the checkpoint, after it, so an upload held them or not)."""
+    from bio_mrc.training.checkpoints import CHECKPOINT_DIGESTS
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    uploads = []
+    _recording_hub(monkeypatch, uploads)
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16,
+                         max_query_length=12, epochs=1, batch_size=4, seed=1)
+    train_model(sample_v1.examples, config, tmp_path / "model", checkpoint_steps=1,
+                network_args={"push_to_hub": True, "hub_model_id": "me/m", "hub_strategy": "checkpoint"})
+    checkpoints = [sent for _, sent in uploads if "trainer_state.json" in sent]
+    assert checkpoints and all(CHECKPOINT_DIGESTS in sent for sent in checkpoints)
+    digests = json.loads(checkpoints[-1][CHECKPOINT_DIGESTS])["sha256"]
+    assert digests["optimizer.pt"] == hashlib.sha256(checkpoints[-1]["optimizer.pt"]).hexdigest()
 
 
 def test_a_hub_token_given_to_the_push_is_refused_not_saved_with_the_model(tmp_path, monkeypatch):

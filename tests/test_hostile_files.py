@@ -151,6 +151,31 @@ def test_a_bare_carriage_return_is_one_line_naming_it_not_a_traceback(tmp_path, 
     assert err.startswith("error: a carriage return") and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("name, joined", [("two.csv", ","), ("two.tsv", "\t"), ("two.csv.gz", ",")])
+def test_a_byte_order_mark_starting_a_later_row_is_refused_naming_its_line(tmp_path, name, joined):
+    """Two files joined (cat a.csv b.csv) put the second's byte-order mark at the start of a row: it was read as part
+    of that row's first cell, an id '\ufeffq2' no other file names."""
+    import csv
+    import io
+
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter=joined, lineterminator="\n")
+    writer.writerows([["id", "question", "context", "answers"], ["q1", "Who?", "Ada wrote.", '{"text": ["Ada"], "answer_start": [0]}'],
+                      ["\ufeffq2", "Who?", "Bob wrote.", '{"text": ["Bob"], "answer_start": [0]}']])
+    raw = ("\ufeff" + text.getvalue()).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+    with pytest.raises(DataFormatError, match=rf"^the row's first cell starts with a byte-order mark \(U\+FEFF\).*"
+                                              rf"\(in {re.escape(str(path))}, line 3\)$"):
+        load_squad(path)
+
+
+def test_a_byte_order_mark_inside_a_quoted_cell_of_a_later_line_still_reads(tmp_path):
+    path = written(tmp_path / "inner.csv", 'id,question,context,answers\nq1,Who?,"Ada\n\ufeffwrote.",'
+                                           '"{""text"": [""Ada""], ""answer_start"": [0]}"\n')
+    assert [example.context for example in load_squad(path).examples] == ["Ada\n\ufeffwrote."]
+
+
 def test_a_quoted_newline_and_a_gzip_table_still_read(tmp_path):
     text = 'id,context,question,answers\nc1,"Alpha\nbeta",What?,"{""text"": [""beta""], ""answer_start"": [6]}"\n'
     path = tmp_path / "dev.csv.gz"
@@ -372,10 +397,30 @@ def test_a_file_compressed_by_another_tool_is_named_as_such(tmp_path, suffix, co
 
     path = tmp_path / f"dev{suffix}"
     path.write_bytes(compress(SAMPLE_V1.read_bytes()))
-    reads = [read_text_file] if suffix == ".txt" else [load_squad, lambda p: list(stream_squad(p))]
-    for read in reads:
+    if suffix == ".txt":
         with pytest.raises(DataFormatError, match=rf"^not UTF-8 text \(invalid .*byte \d+\); {re.escape(hint)}"):
+            read_text_file(path)
+        return
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError) as refused:
             read(path)
+        assert str(refused.value) == f"{hint}{COMPRESSED_TAIL} (in {path})"
+
+
+# What a data file compressed by another tool than gzip is told: read as no format (it was "read as squad: official
+# SQuAD JSON …", for a .jsonl.bz2 file too).
+COMPRESSED_TAIL = "; data files are read uncompressed, or gzip-compressed under a .gz name (.jsonl.gz, .csv.gz, .tsv.gz)"
+
+
+@pytest.mark.parametrize("name, compress, hint", [("x.json.bz2", *COMPRESSED[1]), ("x.json.xz", *COMPRESSED[0]),
+                                                  ("x.csv.xz", *COMPRESSED[0]), ("x.jsonl.bz2", *COMPRESSED[1])])
+def test_predict_and_train_name_a_bzip2_or_xz_data_file_and_what_to_do(tmp_path, capsys, name, compress, hint):
+    path = tmp_path / name
+    path.write_bytes(compress(b'{"question": "Who?", "context": "Ada."}\n'))
+    for argv in (["predict", "--model", str(tmp_path / "model"), "--data", str(path), "--output", str(tmp_path / "p.json")],
+                 ["train", "--train", str(path), "--output-dir", str(tmp_path / "out")]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"error: {hint.removeprefix('; ')}{COMPRESSED_TAIL} (in {path})\n"
 
 
 def test_official_json_on_many_lines_gzipped_as_json_gz_names_gunzip(tmp_path):

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from transformers.trainer import TRAINER_STATE_NAME
 
 from bio_mrc.features.windows import build_features
-from bio_mrc.training.checkpoints import TRAIN_CONFIG_FILE, TrainingClock
+from bio_mrc.training.checkpoints import CHECKPOINT_DIGESTS, TRAIN_CONFIG_FILE, TrainingClock
 from bio_mrc.training.train import (
     CHECKPOINT_DIR, ResumeError, TrainConfig, load_run_record, scan_checkpoints, train_model,
 )
@@ -94,8 +94,9 @@ def test_a_checkpoint_saved_without_the_clock_still_resumes_and_says_its_time_is
     uninterrupted = train_model(examples, config, tmp_path / "a", progress=False, save_checkpoints=False)
     state_file = killed_dir / CHECKPOINT_DIR / "checkpoint-15" / TRAINER_STATE_NAME
     state = json.loads(state_file.read_text())
-    del state["stateful_callbacks"]["TrainingClock"]  # as an older bio_mrc saved it
+    del state["stateful_callbacks"]["TrainingClock"]  # as an older bio_mrc saved it, without its files' digests
     state_file.write_text(json.dumps(state))
+    (state_file.parent / CHECKPOINT_DIGESTS).unlink()
     # Saves checkpoint-18 into a state that had no slot for the clock.
     resumed = train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
     _assert_same_weights(_weights(uninterrupted.model_dir), _weights(resumed.model_dir))
@@ -292,11 +293,13 @@ def test_a_train_that_fails_before_writing_leaves_no_folder_it_made(tiny_encoder
 
 
 def _drop_word_units(checkpoint):
-    """The checkpoint's config as a bio_mrc before ``word_units`` saved it: trained on the tokenizer's words."""
+    """The checkpoint's config as a bio_mrc before ``word_units`` saved it: trained on the tokenizer's words (and
+    without its files' digests, which came later)."""
     path = checkpoint / "config.json"
     saved = json.loads(path.read_text())
     assert saved.pop("word_units") == "punctuation"
     path.write_text(json.dumps(saved))
+    (checkpoint / CHECKPOINT_DIGESTS).unlink()
 
 
 def test_a_run_resumed_from_a_checkpoint_without_word_units_keeps_the_tokenizers_words(config, examples, killed_dir,
@@ -326,6 +329,7 @@ def test_a_checkpoints_words_that_read_as_none_are_refused_before_the_model_load
 
     monkeypatch.setattr(train, "fresh_model_and_tokenizer", lambda *args, **kwargs: pytest.fail("the model loaded"))
     checkpoint = killed_dir / CHECKPOINT_DIR / "checkpoint-15"
+    (checkpoint / CHECKPOINT_DIGESTS).unlink()  # a checkpoint saved without them (an edit is refused as such: above)
     if saved is None:
         (checkpoint / "config.json").unlink()
     else:
@@ -366,3 +370,89 @@ def test_a_temporary_file_of_the_options_record_left_by_a_kill_is_bio_mrcs_and_r
     assert sorted(p.name for p in folder.iterdir()) == [TRAIN_CONFIG_FILE]
     (folder / f".{TRAIN_CONFIG_FILE}.x.tmp").write_text("")  # no temporary name bio_mrc makes
     assert checkpoint_strangers(folder) == [f".{TRAIN_CONFIG_FILE}.x.tmp"]
+
+
+def _flip_a_byte(path):
+    """One byte of ``path`` changed, its length kept: no structure check of the file can see it."""
+    data = bytearray(path.read_bytes())
+    if path.name == TRAINER_STATE_NAME:  # still a JSON object (a complete checkpoint), one digit other
+        at = data.index(b'"global_step": 15') + len(b'"global_step": 1')
+        data[at] = ord("6")
+    else:
+        data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", TRAINER_STATE_NAME])
+def test_a_checkpoint_file_whose_bytes_changed_is_one_line_before_the_model_loads(config, examples, killed_dir, monkeypatch,
+                                                                                  name):
+    """A byte changed inside a file of the right length (a copy, a disk, a hand) passed every structure check, and
+    the run went on from a state it never saved."""
+    from bio_mrc.training import train
+
+    monkeypatch.setattr(train, "fresh_model_and_tokenizer", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    checkpoint = killed_dir / CHECKPOINT_DIR / "checkpoint-15"
+    _flip_a_byte(checkpoint / name)
+    with pytest.raises(ResumeError) as refused:
+        train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    assert str(refused.value) == (f"{checkpoint / name}: its bytes changed since it was saved (SHA-256 differs), so "
+                                  f"checkpoint-15 cannot be resumed; delete {killed_dir / CHECKPOINT_DIR} to start over")
+
+
+def test_a_changed_checkpoint_points_to_the_runs_earlier_checkpoint(config, examples, killed_dir):
+    import shutil
+
+    from bio_mrc.training.checkpoints import check_resumable
+
+    checkpoints = killed_dir / CHECKPOINT_DIR
+    shutil.copytree(checkpoints / "checkpoint-15", checkpoints / "checkpoint-12")
+    _flip_a_byte(checkpoints / "checkpoint-15" / "optimizer.pt")
+    options = json.loads((checkpoints / TRAIN_CONFIG_FILE).read_text())  # the run's own
+    with pytest.raises(ResumeError, match=rf"; delete {checkpoints / 'checkpoint-15'} to resume from checkpoint-12, or "
+                                          rf"delete {checkpoints} to start over$"):
+        check_resumable(checkpoints, options, True, True)
+    (checkpoints / "checkpoint-15" / "optimizer.pt").unlink()
+    with pytest.raises(ResumeError, match=r"optimizer\.pt: missing since it was saved, so checkpoint-15 cannot be resumed"):
+        check_resumable(checkpoints, options, True, True)
+
+
+def test_a_checkpoint_saved_without_its_digests_still_resumes(config, examples, killed_dir):
+    from bio_mrc.training.checkpoints import check_resumable
+
+    checkpoints = killed_dir / CHECKPOINT_DIR
+    assert sorted(json.loads((checkpoints / "checkpoint-15" / CHECKPOINT_DIGESTS).read_text())["sha256"]) == [
+        "config.json", "model.safetensors", "optimizer.pt", "rng_state.pth", "scheduler.pt", TRAINER_STATE_NAME,
+        "training_args.bin"]
+    (checkpoints / "checkpoint-15" / CHECKPOINT_DIGESTS).unlink()
+    options = json.loads((checkpoints / TRAIN_CONFIG_FILE).read_text())  # the run's own
+    assert check_resumable(checkpoints, options, True, True) == checkpoints / "checkpoint-15"
+
+
+def test_a_resume_refuses_an_init_from_model_changed_since_the_run_began(tiny_encoder_dir, examples, tmp_path, monkeypatch):
+    """``--init-from A`` killed, A retrained in place, then ``--resume``: the run went on from another starting point
+    (A's decoding settings, tokenizer and earlier stages) without a word."""
+    from safetensors.torch import save_file
+
+    from bio_mrc.training import train
+
+    from .conftest import untrained_model_folder
+
+    first = untrained_model_folder(tiny_encoder_dir, tmp_path / "A", heads="span+bio")
+    config = TrainConfig(init_from=str(first), heads="span+bio", max_seq_length=32, doc_stride=8, max_query_length=12,
+                         epochs=1, batch_size=4, learning_rate=1e-3, seed=3)
+    out = tmp_path / "B"
+    with pytest.raises(Killed):
+        train_model(examples, config, out, checkpoint_steps=EVERY, callbacks=[KillAtStep(4)])
+    options = json.loads((out / CHECKPOINT_DIR / TRAIN_CONFIG_FILE).read_text())
+    from bio_mrc.training.checkpoints import check_resumable
+
+    assert check_resumable(out / CHECKPOINT_DIR, options, True, True) == out / CHECKPOINT_DIR / "checkpoint-3"
+    weights = _weights(first)
+    save_file({name: tensor + 1 for name, tensor in weights.items()}, str(first / "model.safetensors"), metadata={"format": "pt"})
+    monkeypatch.setattr(train, "fresh_model_and_tokenizer", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    with pytest.raises(ResumeError) as refused:
+        train_model(examples, config, out, checkpoint_steps=EVERY, resume=True)
+    assert str(refused.value) == (
+        f"cannot resume from {out / CHECKPOINT_DIR / 'checkpoint-3'}: the model it continues ({first}) changed since the "
+        f"run began (its weights or tokenizer differ); train from it into a new folder, or delete {out / CHECKPOINT_DIR} "
+        "to start over")

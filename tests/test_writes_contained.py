@@ -550,3 +550,47 @@ def test_train_resume_finishes_a_run_stopped_after_its_record_whose_model_is_its
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 0
     assert "held a finished model whose run was stopped while it finished" in capsys.readouterr().err
     assert (folder / "README.md").is_file() and not (folder / "checkpoints").exists()
+
+
+# What a kill while bio_mrc wrote a finished model's run record or card leaves beside the model (bio_mrc.io)
+KILLED_WRITES = (".bio_mrc_run.json.4242.0a1b2c3d.tmp", ".README.md.4242.0a1b2c3d.tmp")
+
+
+def test_train_resume_removes_the_temporary_files_a_kill_left_beside_the_finished_model(trained_dir, tmp_path):
+    """A kill while the card was written left its temporary file, which stayed beside the model once resumed."""
+    folder = tmp_path / "model"
+    shutil.copytree(trained_dir, folder)
+    (folder / "README.md").unlink()
+    for name in KILLED_WRITES:
+        (folder / name).write_text('{"trai')
+    (folder / ".README.md.x.tmp").write_text("the user's")  # no temporary name bio_mrc makes: left alone
+    _with_checkpoints(folder, _final_step(folder))
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 0
+    assert not any((folder / name).exists() for name in KILLED_WRITES)
+    assert (folder / ".README.md.x.tmp").read_text() == "the user's" and (folder / "README.md").is_file()
+
+
+def test_train_overwrite_removes_the_temporary_files_a_kill_left_beside_the_finished_model(trained_dir, tiny_encoder_dir,
+                                                                                          tmp_path):
+    from .conftest import WINDOW_ARGS
+
+    folder = tmp_path / "model"
+    shutil.copytree(trained_dir, folder)
+    for name in KILLED_WRITES:
+        (folder / name).write_text('{"trai')
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--overwrite", *WINDOW_ARGS]) == 0
+    assert not any((folder / name).exists() for name in KILLED_WRITES)
+
+
+def test_a_copy_of_a_model_leaves_the_temporary_files_a_kill_left_beside_it(trained_dir, tmp_path):
+    """tune --output-dir copies the model's folder: a kill's temporary file went with it."""
+    from bio_mrc.inference.model_tuning import copy_model
+
+    folder, copy = tmp_path / "model", tmp_path / "copy"
+    shutil.copytree(trained_dir, folder)
+    copy.mkdir()
+    for name in KILLED_WRITES:
+        (folder / name).write_text('{"trai')
+    copy_model(folder, copy)
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in trained_dir.iterdir())

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
 from ..io import broken_link, home_expanded
-from .json_reader import DataFormatError, check_not_special, compression_hint, read_json
+from .json_reader import DataFormatError, check_not_special, compression_hint, other_compression, read_json
 from .drop import SNIFF_BYTES as DROP_SNIFF_BYTES
 from .drop import drop_records, is_drop_start
 from .json_stream import Paragraph, SquadJsonStream
@@ -213,6 +213,9 @@ FORMATS: dict[str, DataFormat] = {
 }
 
 
+_READ_COMPRESSED = "; data files are read uncompressed, or gzip-compressed under a .gz name (.jsonl.gz, .csv.gz, .tsv.gz)"
+
+
 @dataclass(frozen=True)
 class Detected:
     """A source and the format it was recognised as."""
@@ -241,6 +244,8 @@ def detect_format(data: Any, split: str | None = None, expected: str | None = No
     if expected is not None and expected not in FORMATS:
         raise ConfigError(f"unknown data format {expected!r}; one of {', '.join(FORMATS)}")
     source = Source(data, split)
+    if source.is_file and (packed := other_compression(source.start)):  # no format reads it: none is named
+        raise DataFormatError(f"{packed}{_READ_COMPRESSED}", source=source.name)
     name = next((name for name, form in FORMATS.items() if form.detect(source)), None)
     if name is None:
         if source.path is None:

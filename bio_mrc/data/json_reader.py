@@ -18,7 +18,7 @@ from ..json_syntax import json_value, syntax_hint
 from .limits import max_json_bytes, read_at_most
 
 __all__ = ["FLOAT_TOO_LARGE", "MAX_NESTING", "NESTED_TOO_DEEP", "DataFormatError", "NotPlainJsonError",
-           "RepeatedKeyError", "check_not_special", "compression_hint", "loads", "lone_surrogate_escape",
+           "RepeatedKeyError", "check_not_special", "compression_hint", "loads", "other_compression", "lone_surrogate_escape",
            "nested_too_deep", "not_utf8", "parse_json_text", "read_json", "read_json_text", "repeated_key_index",
            "special_number", "wide_without_mark"]
 
@@ -237,6 +237,12 @@ def compression_hint(head: bytes) -> str:
     if head.startswith(GZIP_MAGIC):
         return GZIP_HINT
     return next((f"; {hint}" for magic, hint in _COMPRESSED if magic.match(head)), "")
+
+
+def other_compression(head: bytes) -> str | None:
+    """``"it is xz-compressed: decompress it first (unxz)"`` where a file's first bytes ``head`` are those of a file
+    compressed by another tool than gzip (xz, bzip2, zstd, zip), which no reader decompresses; None otherwise."""
+    return next((hint for magic, hint in _COMPRESSED if magic.match(head)), None)
 
 
 # Which bytes of the first four are NUL, in text whose first two characters are ASCII, as JSON's are (RFC 4627).

@@ -168,10 +168,19 @@ def _checked_rows(path: Path, delimiter: str, width: int) -> int:
                 if row and len(row) != width:
                     raise DataFormatError(f"the row has {len(row)} fields, the header row names {width} (a delimiter too many "
                                           "or too few, or a quote not closed?)", source=f"{source}, line {start}")
+                if row and row[0].startswith(_BOM):
+                    raise DataFormatError(_LATER_BOM, source=f"{source}, line {start}")
                 rows += bool(row)
         except csv.Error as err:
             raise DataFormatError(_csv_problem(err), source=f"{source}, line {line + 1}") from None
     return rows
+
+
+_BOM = "\ufeff"
+# The mark a file starts with, here at the start of a later row: files joined, the second's mark kept. Read, it would be
+# part of the row's first cell (an id no other file names).
+_LATER_BOM = ("the row's first cell starts with a byte-order mark (U+FEFF), which only a file's first line may hold (two "
+              "files joined, e.g. cat a.csv b.csv?): remove it, e.g. sed 's/^\\xEF\\xBB\\xBF//' IN > OUT")
 
 
 _CR_ONLY = ("a carriage return (\\r) outside quotes that ends no line (old Mac line endings?): end the lines with "

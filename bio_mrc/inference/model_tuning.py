@@ -15,6 +15,7 @@ from ..decoding.postprocess import DecodeConfig
 from ..hub import check_name_given
 from ..io import check_outputs_apart, staged_folder
 from ..model import BioMrcConfig
+from ..model_folder import is_model_temporary
 from ..plurals import counted
 from ..types import Example
 from .defaults import FEW_TUNING_QUESTIONS, MIN_CALIBRATION_QUESTIONS
@@ -193,13 +194,13 @@ def _save(model: str | Path, target: Path, trained: Any, tuned: TunedSettings, p
 
 
 def copy_model(model: Path, target: Path) -> None:
-    """The model folder's files (its top level: a model's files; a link is copied as the file it names) into
-    ``target``, each copy raising the OSError of a full disk as it comes (shutil.copytree gathers them into one
-    shutil.Error without an errno)."""
+    """The model folder's files (its top level: a model's files; a link is copied as the file it names; not the
+    temporary file a kill mid-write left) into ``target``, each copy raising the OSError of a full disk as it comes
+    (shutil.copytree gathers them into one shutil.Error without an errno)."""
     import shutil
 
     for file in sorted(model.iterdir()):
-        if file.is_file():
+        if file.is_file() and not is_model_temporary(file.name):
             shutil.copy2(file, target / file.name)
 
 

@@ -4,6 +4,7 @@ checks that keep a resumed run exact (the same options, the same questions, the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 import zipfile
@@ -13,10 +14,11 @@ from typing import Any
 from transformers import TrainerCallback, TrainingArguments
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_callback import ExportableState
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import BioMrcError, ModelFormatError, argument
 from ..data.json_reader import read_json
-from ..io import atomic_write_json, is_temporary_of, owned_path, remove_file, remove_tree
+from ..io import atomic_write_json, file_sha256, is_temporary_of, owned_path, remove_file, remove_tree
 from ..model_folder import safetensors_shapes
 from ..json_syntax import json_value
 from ..progress import progress_note
@@ -27,6 +29,42 @@ from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
 class ResumeError(BioMrcError, ValueError):
     """Training cannot continue (or start over) in a checkpoint folder as asked without mixing two runs."""
+
+
+# In the checkpoints' options record: the digest of the init_from model's weights and tokenizer as the run began, which
+# a resumed run starts from again (its decoding settings, tokenizer and earlier stages), so one retrained in place is refused.
+INIT_FROM_DIGEST = "init_from_digest"
+CHECKPOINT_DIGESTS = "bio_mrc_checksums.json"  # in each checkpoint-N: the SHA-256 of each of its files as saved
+
+
+class CheckpointDigests(TrainerCallback):
+    """Records the SHA-256 of every file of each checkpoint once Trainer has saved it whole, which a resumed run checks
+    before it loads them: a byte changed since (a copy, a disk, a hand) keeps a file's length and its structure."""
+
+    def on_save(self, args: TrainingArguments, state: Any, control: Any, **kwargs: Any) -> None:
+        _wait_for_every_process()  # sharded saves (FSDP, DeepSpeed) write the checkpoint on every process
+        if args.should_save:
+            record_checkpoint_digests(Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+
+
+def _wait_for_every_process() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+def record_checkpoint_digests(checkpoint: Path) -> None:
+    """Write ``checkpoint``'s :data:`CHECKPOINT_DIGESTS` record. Each file is read once, in blocks, right after Trainer
+    wrote it (still in the page cache), once every ``checkpoint_steps`` steps: a small share of writing the checkpoint."""
+    if checkpoint.is_dir():
+        atomic_write_json(checkpoint / CHECKPOINT_DIGESTS, {"sha256": _file_digests(checkpoint)}, indent=1)
+
+
+def _file_digests(checkpoint: Path) -> dict[str, str]:
+    return {path.relative_to(checkpoint).as_posix(): file_sha256(path) for path in sorted(checkpoint.rglob("*"))
+            if path.is_file() and not path.is_symlink() and path.name != CHECKPOINT_DIGESTS
+            and not is_temporary_of(path.name, CHECKPOINT_DIGESTS)}
 
 
 class TrainingClock(TrainerCallback, ExportableState):
@@ -102,6 +140,7 @@ def check_resumable(folder: Path, run_options: dict[str, Any], resume: bool, sav
     if last is not None and resume:
         _check_same_run(folder, run_options, last)
         _check_checkpoint_files(folder, last)
+        _check_checkpoint_digests(folder, last, complete)
     return last
 
 
@@ -127,6 +166,52 @@ def _check_checkpoint_files(folder: Path, checkpoint: Path) -> None:
                               f"delete {folder} to start over") from None
 
 
+def _check_checkpoint_digests(folder: Path, checkpoint: Path, complete: list[Path]) -> None:
+    """Each file of ``checkpoint`` holds the bytes it was saved with (:class:`CheckpointDigests`); one saved before
+    those records has none, and resumes on :func:`_check_checkpoint_files`' checks alone. Hashing the checkpoint
+    once reads it as its loading does, a small cost beside that load."""
+    record = checkpoint / CHECKPOINT_DIGESTS
+    if not record.exists():
+        return
+    earlier = [path for path in complete if path != checkpoint]
+    advice = (f"delete {checkpoint} to resume from {earlier[-1].name}, or delete {folder} to start over" if earlier
+              else f"delete {folder} to start over")
+    saved = _saved_digests(checkpoint, record)
+    if saved is None:
+        raise ResumeError(f"{record}: no record of the checkpoint's files (a JSON object of SHA-256 digests), so "
+                          f"{checkpoint.name} cannot be checked; {advice}")
+    for name, digest in saved.items():
+        path = checkpoint / name
+        problem = ("missing since it was saved" if not path.is_file() else
+                   "its bytes changed since it was saved (SHA-256 differs)" if _hashed(path) != digest else None)
+        if problem:
+            raise ResumeError(f"{path}: {problem}, so {checkpoint.name} cannot be resumed; {advice}")
+
+
+def _hashed(path: Path) -> str:
+    stat = path.stat()
+    return _file_sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """A file's SHA-256, read once a process for each state (size, time) of it: a resume checks before the model
+    loads and again as training starts."""
+    return file_sha256(path)
+
+
+def _saved_digests(checkpoint: Path, record: Path) -> dict[str, str] | None:
+    """The ``{name: sha256}`` of ``record``, names inside ``checkpoint`` alone; None where it holds no such thing."""
+    try:
+        saved = json.loads(record.read_text(encoding="utf-8")).get("sha256")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    inside = isinstance(saved, dict) and all(
+        isinstance(digest, str) and isinstance(name, str) and not Path(name).is_absolute() and ".." not in Path(name).parts
+        for name, digest in saved.items())
+    return saved if inside else None
+
+
 def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path) -> None:
     """Refuse a checkpoint made with other training options or questions: the result would be neither run."""
     path = folder / TRAIN_CONFIG_FILE
@@ -143,6 +228,11 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
         raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")
     if saved.get("questions") != run_options["questions"]:
         raise ResumeError(f"cannot resume from {checkpoint}: it was trained on other questions (or in another order)")
+    # a record written before the digest was kept has none: its run resumes as it did
+    if INIT_FROM_DIGEST in saved and saved[INIT_FROM_DIGEST] != run_options.get(INIT_FROM_DIGEST):
+        raise ResumeError(f"cannot resume from {checkpoint}: the model it continues ({new.get('init_from')}) changed since "
+                          f"the run began (its weights or tokenizer differ); train from it into a new folder, or delete "
+                          f"{folder} to start over")
 
 
 def checkpoint_word_units(checkpoint: Path) -> str:
@@ -192,5 +282,6 @@ def remove_checkpoints(folder: Path, ours: bool) -> None:
             owned_path(folder, folder.parent).rmdir()
 
 
-__all__ = ["CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "TRAIN_CONFIG_FILE", "ResumeError", "TrainingClock",
-           "checkpoint_step", "checkpoint_to_resume", "remove_checkpoints", "scan_checkpoints", "seconds_trained"]
+__all__ = ["CHECKPOINT_DIGESTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "INIT_FROM_DIGEST", "TRAIN_CONFIG_FILE",
+           "CheckpointDigests", "ResumeError", "TrainingClock", "record_checkpoint_digests", "checkpoint_step", "checkpoint_to_resume",
+           "remove_checkpoints", "scan_checkpoints", "seconds_trained"]

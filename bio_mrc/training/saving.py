@@ -17,7 +17,8 @@ from ..hub import hub_failure
 from ..io import atomic_move_files, atomic_write_json, remove_file, remove_tree
 from ..model import RUN_FILE
 from ..model_card import clear_model_card, write_model_card
-from ..model_folder import PICKLED_WEIGHTS, SAFETENSORS_FILE, SAFETENSORS_INDEX, TRAINING_LOG_FILE, remove_replaced_model_files
+from ..model_folder import (PICKLED_WEIGHTS, SAFETENSORS_FILE, SAFETENSORS_INDEX, TRAINING_LOG_FILE, remove_model_temporaries,
+                            remove_replaced_model_files)
 from .checkpoints import CHECKPOINT_DIR, checkpoint_step
 from .output_folder import LOG_DIR, STAGING_DIR, TRAINING_WRITES, check_inputs_kept, check_output_folder, checkpoint_strangers  # noqa: F401 (named here too)
 
@@ -47,6 +48,7 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
         clear_model_card(output_dir)
         names = sorted(path.name for path in staging.iterdir())
         remove_replaced_model_files(output_dir, names)  # an old export's graph too
+        remove_model_temporaries(output_dir)  # left by a kill while an earlier model's record or card was written
         atomic_move_files(staging, output_dir)
     finally:  # a full disk or a stop while saving leaves no half-written weights taking the space
         if zero:
@@ -68,6 +70,7 @@ def finish_stopped_save(output_dir: str | Path) -> bool:
     if not _model_of_checkpoints(output_dir, checkpoints):
         return False  # another run's (train --overwrite over this model, stopped): refused as a finished model
     remove_tree(output_dir / STAGING_DIR, output_dir)
+    remove_model_temporaries(output_dir)  # the card's, or the record's, where the kill came while it was written
     write_model_card(output_dir)
     remove_tree(checkpoints, output_dir)
     return True

@@ -26,8 +26,8 @@ from ..progress import progress_bars
 from ..question_fingerprint import fingerprint
 from ..types import Example, content_hash
 from .checkpoints import (
-    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, check_resumable, checkpoint_step, checkpoint_to_resume,
-    checkpoint_word_units, remove_checkpoints, scan_checkpoints,
+    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, INIT_FROM_DIGEST, CheckpointDigests, ResumeError, TrainingClock, check_resumable,
+    checkpoint_step, checkpoint_to_resume, checkpoint_word_units, remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
 from .run_checks import check_best_metric, check_run_options
@@ -128,12 +128,12 @@ def train_model(
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
                                                (evaluator, save_checkpoints, checkpoint_steps))
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
-    run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
+    run_options = _run_options(examples, config)
     last = check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
     model, tokenizer, encoder = _fresh_model(config, choices, progress, last if resume else None)
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0)
-    trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock], evaluator, data_name)
+    trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock, CheckpointDigests()], evaluator, data_name)
     result = _train_sitting(trainer, checkpoint, clock, output_dir, len(examples), progress)
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
@@ -143,6 +143,15 @@ def train_model(
                                                                              {**_stages(examples, config, data_name), **_scored(trainer, evaluator)}))
     _remove_checkpoints_and_push(trainer, output_dir, saved, save_checkpoints)
     return result
+
+
+def _run_options(examples: Sequence[Example], config: TrainConfig) -> dict[str, Any]:
+    """What makes a run's checkpoints its own, kept in their options record: its options, its questions, and the digest
+    of the ``init_from`` model it continues (a path names the folder, not the weights in it)."""
+    options = {"train": config.to_dict(), "questions": content_hash(examples)}
+    if config.init_from:
+        options[INIT_FROM_DIGEST] = starting_point_digest(local_folder(config.init_from, revision=config.revision))
+    return options
 
 
 def _train_sitting(trainer: HeadRateTrainer, checkpoint: Path | None, clock: TrainingClock, output_dir: Path,

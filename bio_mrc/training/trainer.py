@@ -35,7 +35,7 @@ from ..run_folder import HUB_PUSH_DIR
 from ..qa_checkpoints import check_encoder_runs, usable_positions
 from ..types import Example
 from .answer_lengths import set_answer_length_limit
-from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
+from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, record_checkpoint_digests
 from .config import TrainConfig
 from .run_start import windows_past_positions
 from .training_args import check_network_args, default_hub_id, hub_repository_refused
@@ -116,7 +116,8 @@ class HeadRateTrainer(Trainer):
         checkpoint's config and weights into its output folder, saves its arguments there (``training_args.bin``) and
         uploads that folder, which is the run's checkpoints folder with its options record; here that folder is
         ``checkpoints/hub-push/``, which holds them and the run's tokenizer. The ``checkpoint`` and ``all_checkpoints``
-        strategies' upload of the checkpoint itself (``last-checkpoint/``, ``checkpoint-N/``) is Trainer's own."""
+        strategies' upload of the checkpoint itself (``last-checkpoint/``, ``checkpoint-N/``) is Trainer's own, with
+        its file digests recorded first, as they are once it is saved, so every upload holds them."""
         checkpoints, pushed = self.args.output_dir, Path(self.args.output_dir) / HUB_PUSH_DIR
         running = getattr(self, "push_in_progress", None)  # set on the main process alone
         uploading = running is not None and not running.is_done()  # Trainer skips this push
@@ -124,6 +125,8 @@ class HeadRateTrainer(Trainer):
             pushed.mkdir(exist_ok=True)
             if self.evaluation_tokenizer is not None:
                 self.evaluation_tokenizer.save_pretrained(str(pushed))
+            if self.args.hub_strategy in (HubStrategy.CHECKPOINT, HubStrategy.ALL_CHECKPOINTS):
+                record_checkpoint_digests(Path(checkpoint_folder))
         self.args.output_dir = str(pushed)  # Trainer's copy and upload read it; restored before its checkpoint rotation
         try:
             super()._push_from_checkpoint(checkpoint_folder)
