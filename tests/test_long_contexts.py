@@ -329,3 +329,22 @@ def test_the_training_windows_are_those_the_backends_windows_give(request, monke
     sliced = features()
     monkeypatch.setattr(module, "_sliced_windows", lambda *args: None)
     assert features() == sliced and len(sliced["example_index"]) > 50
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+def test_a_context_several_questions_ask_is_tokenized_alone_once_whatever_the_batches(tiny_tokenizer, monkeypatch, tag_level):
+    """A long context fills a batch of its own (questions_per_batch), so each question over it was a batch, and each
+    batch tokenized the context again, twice with word tags (its words, then its windows' slices)."""
+    from bio_mrc.features import pair_windows as pairs
+
+    config = FeatureConfig(max_seq_length=32, doc_stride=8, max_query_length=8, tag_level=tag_level)
+    examples = [Example(str(k), question, ODD_CONTEXT, None)
+                for k, question in enumerate(["Who ruled?", "Where?", "When was it?", "Who?"])]
+    expected = windows.windows_in_memory(examples, tiny_tokenizer, config)
+    encoded, encode = [], pairs.backend_encodings
+    for module in (pairs, words):
+        monkeypatch.setattr(module, "backend_encodings", lambda tokenizer, texts, *rest: encoded.extend(texts) or
+                            encode(tokenizer, texts, *rest), raising=False)
+    got = windows.windows_in_memory(examples, tiny_tokenizer, config, batch_size=1)
+    assert encoded.count(ODD_CONTEXT) == 1
+    assert got.to_dict() == expected.to_dict() and len(got) > 4 * 10

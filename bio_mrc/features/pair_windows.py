@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -36,15 +36,16 @@ class PairWindows:
 
 
 def pair_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], contexts: Sequence[str],
-                 max_length: int, stride: int) -> PairWindows:
+                 max_length: int, stride: int, alone: ContextsAlone | None = None) -> PairWindows:
     """The windows ``tokenizer(questions, contexts, truncation="only_second", max_length=max_length, stride=stride,
     return_overflowing_tokens=True, padding=False, split_special_tokens=True)`` cuts, read one at a time; a tokenizer
-    whose class encodes its own way (:func:`encodes_its_own_way`) cuts them with that call."""
+    whose class encodes its own way (:func:`encodes_its_own_way`) cuts them with that call. ``alone``: the contexts
+    tokenized alone, where the caller holds them (None: tokenized here)."""
     if encodes_its_own_way(tokenizer):
         return _windows_of_its_call(tokenizer, questions, contexts, max_length, stride)
     names = [name for name in ("input_ids", "token_type_ids", "attention_mask")
              if name == "input_ids" or name in tokenizer.model_input_names]
-    sliced = _sliced_windows(tokenizer, questions, contexts, max_length, stride, names)
+    sliced = _sliced_windows(tokenizer, questions, contexts, max_length, stride, names, alone)
     if sliced is not None:
         return sliced
     return _backend_windows(tokenizer, questions, contexts, max_length, stride, names)
@@ -113,7 +114,7 @@ class _Frame:
 
 
 def _sliced_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], contexts: Sequence[str],
-                    max_length: int, stride: int, names: list[str]) -> PairWindows | None:
+                    max_length: int, stride: int, names: list[str], alone: ContextsAlone | None) -> PairWindows | None:
     """The windows the backend cuts with overflowing tokens, cut from each context tokenized alone (as the backend
     tokenizes each text of a pair on its own) and each question's frame, as the backend's truncation steps: slices of
     the room the frame leaves, each ``stride`` tokens into the one before. The backend holds every window of a pair
@@ -127,17 +128,17 @@ def _sliced_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str]
     rooms = [None if frame is None else max_length - len(frame.before[0]) - len(frame.after[0]) for frame in frames]
     if any(room is None or room <= stride for room in rooms):
         return None
-    alone = dict(zip(dict.fromkeys(contexts), _ids_and_offsets(tokenizer, list(dict.fromkeys(contexts)))))
-    return _windows_of_slices(contexts, frames, rooms, stride, alone, names)
+    tokens = (ContextsAlone() if alone is None else alone)(tokenizer, contexts)
+    return _windows_of_slices(contexts, frames, rooms, stride, tokens, names)
 
 
 def _windows_of_slices(contexts: Sequence[str], frames: list[_Frame], rooms: list[int], stride: int,
-                       alone: dict[str, tuple[np.ndarray, np.ndarray]], names: list[str]) -> PairWindows:
+                       alone: dict[str, ContextTokens], names: list[str]) -> PairWindows:
     """Each pair's windows: slices of its context's ``alone`` tokens in its question's frame (a context of no token:
     the frame alone, as the backend puts it)."""
     windows = PairWindows({name: [] for name in names})
     for sample, (frame, room, context) in enumerate(zip(frames, rooms, contexts)):
-        ids, offsets = alone[context]
+        ids, offsets = alone[context].ids, alone[context].offsets
         for begin, end in _slices(len(ids), room, stride):
             _add_slice(windows, sample, frame, ids[begin:end], offsets[begin:end])
     return windows
@@ -151,8 +152,7 @@ def _slices_as_the_backend(tokenizer: PreTrainedTokenizerBase, names: list[str])
     if frame is None:
         return False
     max_length = len(frame.before[0]) + len(frame.after[0]) + 2
-    alone = dict(zip([context], _ids_and_offsets(tokenizer, [context])))
-    sliced = _windows_of_slices([context], [frame], [2], 1, alone, names)
+    sliced = _windows_of_slices([context], [frame], [2], 1, ContextsAlone()(tokenizer, [context]), names)
     cut = _backend_windows(tokenizer, [question], [context], max_length, 1, names)
     return cut.example_index == sliced.example_index and all(
         len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
@@ -160,14 +160,51 @@ def _slices_as_the_backend(tokenizer: PreTrainedTokenizerBase, names: list[str])
                      (cut.in_context, sliced.in_context)])
 
 
-def _ids_and_offsets(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Each text's token ids and (T, 2) offsets tokenized alone, as arrays, the backend's copy let go as each is read."""
-    encodings, out = backend_encodings(tokenizer, texts, False), []
+@dataclass(frozen=True)
+class ContextTokens:
+    """One context tokenized alone: its token ``ids``, (T, 2) character ``offsets`` and ``word_ids`` (-1: none)."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    word_ids: np.ndarray
+
+
+class ContextsAlone:
+    """Each distinct context tokenized alone once, for its words and its windows' slices both, and kept for the next
+    batch of questions: a long context fills a batch of its own, so each question over it tokenized it again. Holds the
+    contexts of the last call alone (24 to 40 bytes a token)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, ContextTokens] = {}
+
+    def __call__(self, tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> dict[str, ContextTokens]:
+        distinct = list(dict.fromkeys(contexts))
+        missing = [context for context in distinct if context not in self._held]
+        new = dict(zip(missing, _tokens_of(tokenizer, missing)))
+        self._held = {context: self._held[context] if context in self._held else new[context] for context in distinct}
+        return self._held
+
+
+def _tokens_of(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> Iterator[ContextTokens]:
+    """Each text's tokens as arrays, one text at a time: the tokenizer's call holds every token of every text as Python
+    objects at once (its offsets as tuples, its ids, type ids and mask as lists), about 0.2 KB a token. No window: no
+    length warning; special tokens' texts read as written, as the windows read them."""
+    if encodes_its_own_way(tokenizer):  # its call's own columns
+        with tokenizer_lock(tokenizer):
+            enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False, split_special_tokens=True)
+        for k in range(len(texts)):
+            yield _as_arrays(enc["input_ids"][k], enc["offset_mapping"][k], enc.word_ids(k))
+        return
+    encodings = backend_encodings(tokenizer, texts, False)
     for k in range(len(encodings)):
-        encoding, encodings[k] = encodings[k], None
-        ids = np.array(encoding.ids, dtype=np.int64)
-        out.append((ids, np.fromiter(chain.from_iterable(encoding.offsets), dtype=np.int64, count=2 * len(ids)).reshape(-1, 2)))
-    return out
+        encoding, encodings[k] = encodings[k], None  # the backend's copy let go as it is read
+        yield _as_arrays(encoding.ids, encoding.offsets, encoding.word_ids)
+
+
+def _as_arrays(ids: list, offsets: list, word_ids: list) -> ContextTokens:
+    words = np.nan_to_num(np.array(word_ids, dtype=np.float64), nan=-1).astype(np.int64)  # None: nan, then -1
+    spans = np.fromiter(chain.from_iterable(offsets), dtype=np.int64, count=2 * len(words)).reshape(-1, 2)
+    return ContextTokens(np.array(ids, dtype=np.int64), spans, words)
 
 
 def _slices(n: int, room: int, stride: int) -> list[tuple[int, int]]:

@@ -27,7 +27,7 @@ from .. import registry
 from ..code_fingerprint import sources_fingerprint
 from ..errors import ConfigError
 from ..types import Example
-from .pair_windows import pair_windows
+from .pair_windows import ContextsAlone, pair_windows
 from .ragged import arrow_list_column
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
@@ -95,18 +95,20 @@ def _question_offsets(questions: Sequence[str], tokenizer: PreTrainedTokenizerBa
 
 
 def tokenize_windows(
-    examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig
+    examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig, alone: ContextsAlone | None = None
 ) -> dict[str, list[Any]]:
     """Tokenize into windows; no targets. Keys are the model inputs plus ``example_index``, ``question_tokens`` (the
     tokens of the window's question before it was cut to ``max_query_length``), ``offset_mapping`` (paragraph tokens
     only), ``paragraph_mask``, ``word_offsets`` (the character span of each paragraph token's word; the token's own
-    span at sub-word level) and ``tag_mask`` (the tokens that carry a BIO tag)."""
+    span at sub-word level) and ``tag_mask`` (the tokens that carry a BIO tag). ``alone``: the contexts an earlier
+    batch of the same questions tokenized alone, kept for this one (None: none kept)."""
     check_tokenizer(tokenizer)
     check_window_room(tokenizer, config)
+    alone = ContextsAlone() if alone is None else alone  # the words and the windows' slices read one tokenization
     questions, question_tokens = cut_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
     contexts = [ex.context for ex in examples]
-    tokens = tokens_alone(tokenizer, contexts) if config.tag_level == "word" else None  # before the windows are held
-    cut = pair_windows(tokenizer, questions, contexts, config.max_seq_length, config.doc_stride)
+    tokens = tokens_alone(tokenizer, contexts, alone) if config.tag_level == "word" else None  # before the windows are held
+    cut = pair_windows(tokenizer, questions, contexts, config.max_seq_length, config.doc_stride, alone)
     # each window's question's tokens before the cut: the questions read cut are said from the windows, cached too
     features: dict[str, list[Any]] = {**cut.inputs, "example_index": cut.example_index,
                                       "question_tokens": [question_tokens[example] for example in cut.example_index]}
@@ -186,9 +188,10 @@ def build_features(
     target_heads = _target_heads(with_targets, heads)
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
+    alone = ContextsAlone()  # a context the next batch's questions ask too is tokenized once
 
     def prepare(batch: dict[str, list[Any]]) -> pa.Table:
-        return _batch_table(examples, batch["example_index"], tokenizer, config, target_heads, advance)
+        return _batch_table(examples, batch["example_index"], tokenizer, config, target_heads, advance, alone)
 
     # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds. Windows held in
     # memory are looked up by none, so the questions name them: the tokenizer's definition (JSON of its whole
@@ -208,10 +211,12 @@ def build_features(
 
 
 def _batch_table(examples: Sequence[Example], rows: Sequence[int], tokenizer: PreTrainedTokenizerBase,
-                 config: FeatureConfig, target_heads: Sequence[str], advance: Callable[[int], None] | None) -> pa.Table:
-    """The windows of ``examples[rows]`` (with the labels of ``target_heads``) as :func:`windows_table` writes them."""
+                 config: FeatureConfig, target_heads: Sequence[str], advance: Callable[[int], None] | None,
+                 alone: ContextsAlone | None = None) -> pa.Table:
+    """The windows of ``examples[rows]`` (with the labels of ``target_heads``) as :func:`windows_table` writes them;
+    ``alone`` as :func:`tokenize_windows` takes it."""
     chunk = [examples[i] for i in rows]
-    feats = tokenize_windows(chunk, tokenizer, config)
+    feats = tokenize_windows(chunk, tokenizer, config, alone)
     if target_heads:
         feats = add_targets(feats, chunk, config, target_heads)
     feats["example_index"] = [rows[i] for i in feats["example_index"]]
@@ -228,7 +233,8 @@ def windows_in_memory(examples: Sequence[Example], tokenizer: PreTrainedTokenize
     if not examples:  # no batch: the empty dataset map gives
         return build_features(examples, tokenizer, config, with_targets=False, batch_size=batch_size, advance=advance)
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
-    tables = [_batch_table(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance)
+    alone = ContextsAlone()  # a context the next batch's questions ask too is tokenized once
+    tables = [_batch_table(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance, alone)
               for begin in range(0, len(examples), batch_size)]
     return Dataset(pa.concat_tables(tables), fingerprint=_examples_digest(examples).hexdigest()[:20])
 

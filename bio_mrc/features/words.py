@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from itertools import chain
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import regex  # grapheme clusters (\X) and scripts (\p{Script=...}), which re lacks
 from transformers import PreTrainedTokenizerBase
 
 from ..answer_text import trimmed_spans
-from .pair_windows import backend_encodings, encodes_its_own_way
+from .pair_windows import ContextsAlone
 from .tokenizer_lock import tokenizer_lock
 
 __all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
@@ -50,33 +49,14 @@ def context_words(
     return [spans_by_context[c] for c in contexts]
 
 
-def tokens_alone(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def tokens_alone(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str],
+                 alone: ContextsAlone | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each distinct context's (T, 2) token offsets and word ids (-1: none), the context tokenized alone, as arrays
     of 24 bytes a token. Tokenizing a long context holds a few hundred bytes a token while it runs, so a caller that
-    cuts windows too does this first, while they are not yet held."""
-    distinct = list(dict.fromkeys(contexts))
-    return dict(zip(distinct, _tokens_of(tokenizer, distinct)))
-
-
-def _tokens_of(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Each text's token offsets and word ids as arrays, one text at a time: the tokenizer's call holds every token
-    of every text as Python objects at once (its offsets as tuples, its ids, type ids and mask as lists), about
-    0.2 KB a token. No window: no length warning; special tokens' texts read as written, as the windows read them."""
-    if encodes_its_own_way(tokenizer):  # its call's own columns
-        with tokenizer_lock(tokenizer):
-            enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False, split_special_tokens=True)
-        for k in range(len(texts)):
-            yield _as_arrays(enc["offset_mapping"][k], enc.word_ids(k))
-        return
-    encodings = backend_encodings(tokenizer, texts, False)
-    for k in range(len(encodings)):
-        encoding, encodings[k] = encodings[k], None  # the backend's copy let go as it is read
-        yield _as_arrays(encoding.offsets, encoding.word_ids)
-
-
-def _as_arrays(offsets: list, word_ids: list) -> tuple[np.ndarray, np.ndarray]:
-    ids = np.nan_to_num(np.array(word_ids, dtype=np.float64), nan=-1).astype(np.int64)  # None: nan, then -1
-    return np.fromiter(chain.from_iterable(offsets), dtype=np.int64, count=2 * len(ids)).reshape(-1, 2), ids
+    cuts windows too does this first, while they are not yet held. ``alone``: the caller's, whose contexts its
+    windows' slices read too (None: tokenized here)."""
+    tokens = (ContextsAlone() if alone is None else alone)(tokenizer, contexts)
+    return {context: (held.offsets, held.word_ids) for context, held in tokens.items()}
 
 
 def _word_spans(context: str, offsets: np.ndarray, ids: np.ndarray, punctuation_apart: bool) -> np.ndarray:
