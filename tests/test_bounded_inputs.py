@@ -201,19 +201,19 @@ _CSV_ROW = 'q1,Newton wrote it.,Who?,"{""text"": [""Newton""], ""answer_start"":
     ("table.tsv.gz", _CSV_HEAD.replace(",", "\t") + "q1\tNewton wrote it.\tWho?\t\n", "a\tb\n"),
 ], ids=["jsonl", "json", "mrqa", "csv", "tsv"])
 def test_a_compressed_data_file_over_the_limit_is_refused_unread_past_it(tmp_path, monkeypatch, name, head, last):
-    """300,000 newlines compress to a few hundred bytes: past BIO_MRC_MAX_DATA_BYTES the reading stops, so the bad
+    """100,000 newlines compress to a few hundred bytes: past BIO_MRC_MAX_DATA_BYTES the reading stops, so the bad
     last line is never reached (it was read, and the whole file with it, whatever its size)."""
     path = tmp_path / name
     with gzip.open(path, "wt") as handle:
-        handle.write(head + "\n" * 300_000 + last)
+        handle.write(head + "\n" * 100_000 + last)
     assert path.stat().st_size < 2_000
-    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "100000")
-    with pytest.raises(DataFormatError, match=r"^the file is larger than 100,000 bytes decompressed "
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "30000")
+    with pytest.raises(DataFormatError, match=r"^the file is larger than 30,000 bytes decompressed "
                                               r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as .*\(in "):
         load_squad(path)
-    with pytest.raises(DataFormatError, match="larger than 100,000 bytes decompressed"):
+    with pytest.raises(DataFormatError, match="larger than 30,000 bytes decompressed"):
         list(stream_squad(path))
-    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "400000")  # within it: on to the bad last line
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "140000")  # within it: on to the bad last line
     with pytest.raises(DataFormatError) as caught:
         load_squad(path)
     assert "BIO_MRC_MAX_DATA_BYTES" not in str(caught.value)

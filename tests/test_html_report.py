@@ -35,6 +35,16 @@ def test_every_comparison_writes_one_page_with_its_plots_inside(browser_comparis
     assert page.count("<script") == 2 and page.count("</script>") == 2  # the hostile context stayed text
 
 
+def test_a_comparison_report_has_a_training_loss_section(browser_comparison):
+    """Each run's logged training loss has a section and a figure of the report; beside the other tests of
+    ``browser_comparison``, so a worker makes that comparison once."""
+    folder, results, _ = browser_comparison
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    assert "## Training loss" in report and "![training loss](training_loss.png)" in report
+    assert (folder / "training_loss.png").is_file()
+    assert [run["training_args"] for run in results.config["runs"]] == [{"logging_steps": 1}] * 2
+
+
 def test_the_browser_holds_every_question_and_each_context_once(browser_comparison):
     out, results, _ = browser_comparison
     payload = page_payload(out / "report.html")

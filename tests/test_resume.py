@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import shutil
 
 import pytest
 import torch
@@ -21,12 +22,16 @@ EVERY = 3
 KILL_AT = 17  # in the third epoch, two steps after checkpoint-15
 
 
-@pytest.fixture
-def config(tiny_encoder_dir):
+def _config(encoder):
     return TrainConfig(
-        encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=32, doc_stride=8, max_query_length=12,
+        encoder=str(encoder), heads="span+bio", max_seq_length=32, doc_stride=8, max_query_length=12,
         epochs=3, batch_size=4, learning_rate=1e-3, seed=3,
     )
+
+
+@pytest.fixture
+def config(tiny_encoder_dir):
+    return _config(tiny_encoder_dir)
 
 
 @pytest.fixture
@@ -34,12 +39,19 @@ def examples(sample_v1):
     return sample_v1.examples
 
 
-@pytest.fixture
-def killed_dir(tmp_path, config, examples):
-    """A run killed after step KILL_AT: its checkpoints are there, its model is not."""
-    out = tmp_path / "killed"
+@pytest.fixture(scope="module")
+def killed_once(tmp_path_factory, tiny_encoder_dir, sample_v1):
+    """A run killed after step KILL_AT, trained once a module: its checkpoints are there, its model is not."""
+    out = tmp_path_factory.mktemp("killed-once") / "killed"
     with pytest.raises(Killed):
-        train_model(examples, config, out, progress=False, checkpoint_steps=EVERY, callbacks=[KillAtStep(KILL_AT)])
+        train_model(sample_v1.examples, _config(tiny_encoder_dir), out, progress=False, checkpoint_steps=EVERY, callbacks=[KillAtStep(KILL_AT)])
+    return out
+
+
+@pytest.fixture
+def killed_dir(tmp_path, killed_once):
+    """A copy of the killed run's folder of the test's own: the tests resume it, edit and cut its checkpoint files."""
+    out = shutil.copytree(killed_once, tmp_path / "killed")
     assert load_run_record(out) is None and not (out / "model.safetensors").exists()
     assert [p.name for p in scan_checkpoints(out / CHECKPOINT_DIR)[0]] == ["checkpoint-15"]
     return out

@@ -149,14 +149,6 @@ def test_many_runs_are_laid_out_as_a_grid_of_panels(tmp_path):
     assert seven[1] > 2.5 * three[1]
 
 
-def test_a_comparison_report_has_a_training_loss_section(browser_comparison):
-    folder, results, _ = browser_comparison
-    report = (folder / "report.md").read_text(encoding="utf-8")
-    assert "## Training loss" in report and "![training loss](training_loss.png)" in report
-    assert (folder / "training_loss.png").is_file()
-    assert [run["training_args"] for run in results.config["runs"]] == [{"logging_steps": 1}] * 2
-
-
 def test_questions_to_evaluate_on_without_evaluations_are_refused(tiny_encoder_dir, sample_v1, tmp_path):
     with pytest.raises(ConfigError, match="need evaluations: add .*eval_strategy"):
         train_model(sample_v1.examples, _config(tiny_encoder_dir), tmp_path / "model", evaluator=TrainingEvaluator(sample_v1.examples))
