@@ -808,6 +808,16 @@ def written_alone(folder: str | Path, refusal: str = FOLDER_BUSY) -> Iterator[No
 def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:
     """A fresh staging folder ``staging_name`` inside ``output_dir`` (which the caller has checked is not the folder it
     reads); never over another folder's files unless ``overwrite``, never through a link."""
+    check_folder_free(output_dir, overwrite, staging_name)
+    staging = output_dir / staging_name
+    remove_tree(staging, output_dir)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def check_folder_free(output_dir: Path, overwrite: bool, staging_name: str) -> None:
+    """What :func:`prepare_output` refuses, alone: a writer checks it before it loads a model, as well as when it
+    stages the files."""
     if output_dir.is_file():
         raise OutputError("a file has this name; give a folder", str(output_dir))
     existing = [p.name for p in output_dir.iterdir() if p.name != staging_name] if output_dir.is_dir() else []
@@ -818,10 +828,6 @@ def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path
     if existing and not overwrite:
         shown = ", ".join(sorted(existing)[:4])
         raise OutputError(f"the folder is not empty ({shown}); choose another folder or pass {argument('overwrite', True)}", str(output_dir))
-    staging = output_dir / staging_name
-    remove_tree(staging, output_dir)
-    staging.mkdir(parents=True)
-    return staging
 
 
 @contextlib.contextmanager
@@ -843,7 +849,8 @@ def staged_folder(output_dir: Path, overwrite: bool, staging_name: str) -> Itera
 def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Path] = (),
                         model_dirs: Iterable[str | Path] = ()) -> None:
     """Before any work: no output file is a symbolic link (an output folder may be one: the user chose where it
-    points), the same file as an input, or inside (or the same as) a model folder being read."""
+    points), the same file as an input, or inside (or the same as) a model folder being read, or a hard link to one of
+    its files."""
     inputs = [Path(p) for p in inputs if p is not None and str(p) != "-" and Path(p).exists()]
     folders = [Path(p) for p in model_dirs if p is not None and Path(p).is_dir()]
     for output in (check_name_lengths(p) for p in outputs if p is not None and str(p) != "-"):
@@ -860,3 +867,24 @@ def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Pa
             if real == inside or inside in real.parents:
                 raise UnsafePathError(f"this output lies in the model folder {folder}, which is being read; choose an "
                                       "output outside it", str(output))
+            if linked := _hard_link_into(output, inside):
+                raise UnsafePathError(f"this output is a hard link: it is the file {Path(folder) / linked} of the model "
+                                      "folder, which is being read and which writing it would change; remove the link "
+                                      "or choose another output", str(output))
+
+
+def _hard_link_into(output: Path, folder: Path) -> Path | None:
+    """The file of ``folder`` that ``output`` is another name of (a hard link: an output written in place, such as an
+    answers stream, would change it), relative to ``folder``; None where it is none or ``output`` has one name."""
+    try:
+        found = os.stat(output)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink < 2:
+        return None
+    for root, _, files in os.walk(folder):  # only for an output of several names: a model folder holds few files
+        for name in files:
+            with contextlib.suppress(OSError):  # a hub snapshot's files are links to its blobs: followed
+                if os.path.samestat(found, os.stat(Path(root) / name)):
+                    return (Path(root) / name).relative_to(folder)
+    return None

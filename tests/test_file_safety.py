@@ -221,6 +221,33 @@ def test_predict_refuses_to_replace_its_input_or_the_model(saved_model, tmp_path
     assert stream_input.read_bytes() == SAMPLE_V1.read_bytes()
 
 
+@pytest.mark.parametrize("linked, resume", [("model.safetensors", False), ("config.json", True)])
+def test_predict_refuses_an_answers_stream_hard_linked_to_a_model_file(saved_model, tmp_path, capsys, linked, resume):  # noqa: F811
+    """The answers stream is written in place (emptied, or appended to under --resume), so a hard link there to the
+    model's weights emptied them as the model was read (the command died of SIGBUS) or wrote answers into its config."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(saved_model, model)
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    os.link(model / linked, tmp_path / "p.answers.jsonl")
+    assert _predict(model, SAMPLE_V1, tmp_path / "p.json", *(["--resume"] if resume else [])) == 2
+    err = capsys.readouterr().err
+    assert f"is the file {model / linked} of the model folder" in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "p.answers.jsonl"]
+
+
+def test_check_outputs_apart_refuses_a_hard_link_into_a_model_folder_and_accepts_other_links(saved_model, tmp_path):  # noqa: F811
+    os.link(saved_model / "tokenizer.json", tmp_path / "stream.jsonl")
+    with pytest.raises(io.UnsafePathError, match="a hard link: it is the file .*tokenizer.json of the model folder"):
+        io.check_outputs_apart([tmp_path / "out.json", tmp_path / "stream.jsonl"], model_dirs=[saved_model])
+    other = tmp_path / "mine.txt"
+    other.write_text("x")
+    os.link(other, tmp_path / "elsewhere.jsonl")  # a hard link to a file no command reads: the user's to replace
+    io.check_outputs_apart([tmp_path / "elsewhere.jsonl"], model_dirs=[saved_model])
+
+
 def test_other_commands_refuse_outputs_over_inputs_or_inside_the_model(saved_model, tmp_path, capsys):  # noqa: F811
     context = tmp_path / "context.txt"
     context.write_text("Paris is the capital of France.")
@@ -804,6 +831,27 @@ def test_compare_refuses_an_output_folder_inside_a_runs_encoder_before_any_work(
     error = capsys.readouterr().err.strip()  # before the data are read, and before run a trains
     assert error == f"error: this output lies in the model folder {encoder}, which is being read; choose an output outside it (in {out})"
     assert sorted(p.name for p in encoder.iterdir()) == ["config.json"]
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_train_overwrite_into_its_encoder_is_refused_before_the_training_code_loads(tiny_encoder_dir, tmp_path, capsys,
+                                                                                   monkeypatch, inside):
+    """With --overwrite the folder's emptiness no longer refused it, and the encoder was named only once torch and
+    the training code had loaded."""
+    import shutil
+
+    from bio_mrc.training import run_checks
+
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    before = {p.name: p.read_bytes() for p in encoder.iterdir()}
+    out = encoder / "sub" if inside else encoder
+    monkeypatch.setattr(run_checks, "check_windows_fit", lambda *args: pytest.fail("the run's options were checked"))
+    assert main(["train", "--train", str(SAMPLE_V1), "--encoder", str(encoder), "--output-dir", str(out), "--overwrite",
+                 "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"error: this output lies in the model folder {encoder}, which is being read; choose an output outside it (in {out})"
+    assert {p.name: p.read_bytes() for p in encoder.iterdir()} == before
 
 
 def test_prediction_files_a_comparison_wrote_before_it_listed_them_are_its_own(tmp_path):

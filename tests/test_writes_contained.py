@@ -528,6 +528,26 @@ def test_an_export_into_a_folder_another_process_writes_is_refused_before_it_loa
     assert (out / ".export-staging" / "config.json").read_text() == "the first export's"
 
 
+@pytest.mark.parametrize("export_format", ["onnx", "transformers"])
+def test_an_export_into_a_folder_that_is_not_empty_is_refused_before_it_loads_the_model(trained_dir, tmp_path, capsys,
+                                                                                       monkeypatch, export_format):
+    """Without --overwrite, a folder holding other files (the data's folder, the model's parent) was refused only once
+    the model had loaded, which takes minutes for a large one."""
+    from bio_mrc.inference import TrainedModel
+
+    if export_format == "onnx":
+        pytest.importorskip("onnx")
+        pytest.importorskip("onnxruntime")
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "dev.json").write_text("{}")
+    monkeypatch.setattr(TrainedModel, "load", classmethod(lambda cls, *args, **kwargs: pytest.fail("the model was loaded")))
+    assert main(["export", "--model", str(trained_dir), "--output", str(out), "--format", export_format]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: the folder is not empty (dev.json); choose another folder or pass --overwrite (in {out})"]
+    assert [p.name for p in out.iterdir()] == ["dev.json"]
+
+
 def test_train_resume_keeps_the_checkpoints_of_another_run_at_the_models_step(trained_dir, tmp_path, capsys):
     """train --overwrite over a finished model of as many steps, stopped while saving: resume called the old model
     finished and removed the new run's checkpoints, its trained weights with them."""

@@ -58,6 +58,7 @@ def _train_into(args: argparse.Namespace) -> int:
 
     check_output_folder(Path(args.output_dir), args.overwrite)
     config = train_config(args)  # its options: each check so far before torch loads
+    check_outputs_apart([args.output_dir], model_dirs=[config.encoder, config.init_from])  # where --overwrite passed above
     if "max_seq_length" in options_given(args):  # one left out fits the encoder, or its own load says why it cannot
         check_windows_held(config)
     from ..inference.during_training import TrainingEvaluator

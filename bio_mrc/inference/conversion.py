@@ -13,7 +13,8 @@ from typing import Any
 from ..arguments import path_argument
 from ..errors import ConfigError
 from ..hub import check_name_given, local_folder
-from ..io import atomic_write_json, check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
+from ..io import (atomic_write_json, check_folder_free, check_folder_target, check_library_path, check_outputs_apart, staged_folder,
+                  written_alone)
 from ..model_defaults import QA_WINDOWS
 from ..model_records import RUN_FILE
 from ..model_card import clear_model_card, write_exported_card, write_model_card
@@ -134,6 +135,7 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
 def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress: bool,
                     revision: str | None = None) -> QaCheckpointExport:
     """:func:`export_qa_checkpoint` once its output folder is checked and held."""
+    check_folder_free(output_dir, overwrite, EXPORT_STAGING_DIR)  # before the model loads
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "

@@ -37,7 +37,8 @@ from ..arguments import path_argument
 from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..hub import check_name_given
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder, written_alone
+from ..io import (atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
+                  staged_folder, written_alone)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import remove_replaced_model_files
@@ -213,6 +214,7 @@ def export_onnx(
     for module in ("onnx", "onnxruntime"):  # after the arguments' checks: importing them takes a second
         require(module, "ONNX export")
     with written_alone(output_dir):  # before any work, until the marker is written
+        check_folder_free(output_dir, overwrite, STAGING_DIR)  # before the model loads
         trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
