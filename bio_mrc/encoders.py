@@ -24,14 +24,29 @@ _TOKENIZER_FILES = re.compile(r"tokenizer\.json|tokenizer_config\.json|special_t
 _WEIGHT_FILES = re.compile(r"(?!training_args\.bin$).*\.(safetensors|bin)(\.index\.json)?")
 
 
+# What a model answers with besides: its config.json (the tuned thresholds, calibrators and length prior) and an
+# ONNX export's graph and weights.
+_ANSWERING_FILES = re.compile(r"config\.json|.*\.onnx(\.data)?")
+
+
 def starting_point_digest(folder: str | Path) -> str | None:
     """A hash of the weights and tokenizer files of the model folder training starts from (an encoder or an
     ``init_from`` model), so that a model trained from it is known stale once one of them changes; None for no folder."""
+    return _folder_digest(folder, (_TOKENIZER_FILES, _WEIGHT_FILES))
+
+
+def answering_digest(folder: str | Path) -> str | None:
+    """A hash of every file of a model folder its answers depend on (weights, tokenizer, ``config.json`` with its tuned
+    settings), so that answers written with it are known to be another model's once one changes; None for no folder."""
+    return _folder_digest(folder, (_TOKENIZER_FILES, _WEIGHT_FILES, _ANSWERING_FILES))
+
+
+def _folder_digest(folder: str | Path, patterns: tuple[re.Pattern, ...]) -> str | None:
     folder = Path(folder)
     if not folder.is_dir():
         return None
     files = sorted(path for path in folder.iterdir()
-                   if (_TOKENIZER_FILES.fullmatch(path.name) or _WEIGHT_FILES.fullmatch(path.name)) and path.is_file())
+                   if any(pattern.fullmatch(path.name) for pattern in patterns) and path.is_file())
     return _files_digest(tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files))
 
 

@@ -334,9 +334,23 @@ def test_a_gzip_file_without_gz_in_its_name_is_named_as_such(tmp_path, suffix):
 
     path = tmp_path / f"f{suffix}"
     path.write_bytes(gzip.compress(SAMPLE_V1.read_bytes()))
-    with pytest.raises(DataFormatError, match=r"not UTF-8 text \(invalid start byte .*byte 1\); it is gzip-compressed: "
-                                              r"decompress it first \(gunzip\), or, for JSON Lines, CSV or TSV, name it with .gz"):
-        read_text_file(path) if suffix == ".txt" else load_squad(path)
+    if suffix == ".txt":
+        with pytest.raises(DataFormatError, match=r"not UTF-8 text \(invalid start byte .*byte 1\); it is gzip-compressed: "
+                                                  r"decompress it first \(gunzip\), or, for JSON Lines, CSV or TSV, name it with .gz"):
+            read_text_file(path)
+        return
+    with pytest.raises(DataFormatError) as refused:  # a data file: named as gzip, not as the format its name suggests
+        load_squad(path)
+    assert str(refused.value) == ("it is gzip-compressed: decompress it first (gunzip), or, for JSON Lines, CSV or TSV, name "
+                                  f"it with .gz at the end (.jsonl.gz), which is read decompressed (in {path})")
+
+
+def test_predict_names_a_gzip_data_file_without_gz_in_its_name_before_any_work(tmp_path, capsys):
+    path = tmp_path / "x.json"  # it read: "not UTF-8 text (...); it is gzip-compressed: ...; read as squad: official SQuAD JSON ..."
+    path.write_bytes(gzip.compress(SAMPLE_V1.read_bytes()))
+    assert main(["predict", "--model", str(tmp_path / "model"), "--data", str(path), "--output", str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err == ("error: it is gzip-compressed: decompress it first (gunzip), or, for JSON Lines, CSV "
+                                       f"or TSV, name it with .gz at the end (.jsonl.gz), which is read decompressed (in {path})\n")
 
 
 WIDE = [("utf-16-le", "UTF-16LE", 1), ("utf-16-be", "UTF-16BE", 0), ("utf-32-le", "UTF-32LE", 1), ("utf-32-be", "UTF-32BE", 0)]

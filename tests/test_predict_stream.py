@@ -16,6 +16,7 @@ import pytest
 from bio_mrc import registry
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
+from bio_mrc.io import file_sha256
 
 from .conftest import SAMPLE_V1, StoppedReplace, offline_hub
 
@@ -144,7 +145,8 @@ def test_resume_refuses_a_stream_made_with_another_model_option_chunk_size_or_da
     options = ["--decoding", "span", "--chunk-size", "2"]
     assert predict(model_dir, tmp_path / "p.json", *options, "--limit", "4") == 0
     record = json.loads((tmp_path / "p.answers.run.json").read_text(encoding="utf-8"))
-    assert record["max_answer_length"] != 3 and record["chunk_size"] == 2 and record["data"] == f"{SAMPLE_V1.resolve()}, {SAMPLE_V1.stat().st_size} bytes"
+    assert record["max_answer_length"] != 3 and record["chunk_size"] == 2
+    assert record["data"] == f"{SAMPLE_V1.resolve()}, {SAMPLE_V1.stat().st_size} bytes, sha256 {file_sha256(SAMPLE_V1)[:16]}"
     stream = (tmp_path / "p.answers.jsonl").read_bytes()
     other_data = tmp_path / "copy.json"
     other_data.write_bytes(SAMPLE_V1.read_bytes())
@@ -156,13 +158,13 @@ def test_resume_refuses_a_stream_made_with_another_model_option_chunk_size_or_da
         assert len(errors) == 1 and errors[0].startswith(f"error: the answers stream was made with {named}"), errors
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
     data = record["data"]
-    assert f'made with --data "{data}", this run has "{other_data}, {SAMPLE_V1.stat().st_size} bytes"' in capsys.readouterr().err
+    assert f'made with --data "{data}", this run has "{other_data}, {SAMPLE_V1.stat().st_size} bytes, sha256 ' in capsys.readouterr().err
     edited = tmp_path / "edited.json"  # the same ids, a question edited: other data at the same path
     edited.write_text(SAMPLE_V1.read_text(encoding="utf-8").replace("Normandy located?", "Normandy located ?", 1), encoding="utf-8")
     assert predict(model_dir, tmp_path / "e.json", *options, "--limit", "4", data=edited) == 0
     edited.write_text(SAMPLE_V1.read_text(encoding="utf-8"), encoding="utf-8")
     assert predict(model_dir, tmp_path / "e.json", *options, "--resume", data=edited) == 2
-    assert 'bytes", this run has' in capsys.readouterr().err
+    assert 'bytes, sha256 ' in capsys.readouterr().err
     assert (tmp_path / "p.answers.jsonl").read_bytes() == stream  # refused before the stream was touched
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0  # the same ones resume: more questions
     assert len(json.loads((tmp_path / "p.json").read_text())) == 8
@@ -622,3 +624,90 @@ def test_the_settings_resume_reads_from_the_files_are_those_the_loaded_model_giv
     resolved = trained.decode_config(DecodeConfig())
     assert saved_settings(folder) == (trained.decodings, resolved.bio_length_prior, resolved.max_answer_length)
     assert saved_settings(folder)[1:] == (0.75 if kind == "tuned prior" else 0.0, 64 if kind == "answer-length limit" else 30)
+
+
+def test_resume_refuses_a_data_file_edited_in_place_at_the_same_size_and_ids(model_dir, tmp_path, capsys):
+    """A question's text changed under the same id, the file's size unchanged: the answered chunks were kept and the
+    files mixed answers to the old question with answers to the new ones. The record's digest of the file tells."""
+    data = tmp_path / "data.json"
+    text = SAMPLE_V1.read_text(encoding="utf-8")
+    data.write_text(text, encoding="utf-8")
+    options = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "p.json", *options, "--limit", "4", data=data) == 0
+    stream = (tmp_path / "p.answers.jsonl").read_bytes()
+    edited = text.replace("Normandy located?", "Normandy placed??", 1)
+    assert edited != text and len(edited) == len(text)
+    data.write_text(edited, encoding="utf-8")
+    capsys.readouterr()
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=data) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 1 and errors[0].startswith(f'error: the answers stream was made with --data "{data.resolve()}, ')
+    assert "sha256" in errors[0] and (tmp_path / "p.answers.jsonl").read_bytes() == stream
+
+
+@pytest.mark.parametrize("change", ["tuned", "retrained"])
+def test_resume_refuses_a_model_changed_in_place_before_it_loads(model_dir, tmp_path, capsys, monkeypatch, change):
+    """The same model folder tuned since (another calibrator: other probabilities) or retrained into (other weights): the
+    answered chunks were kept and the files mixed the two models' answers."""
+    from bio_mrc.inference import TrainedModel
+
+    model = shutil.copytree(model_dir, tmp_path / "model")
+    options = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model, tmp_path / "p.json", *options, "--limit", "4") == 0
+    stream = (tmp_path / "p.answers.jsonl").read_bytes()
+    if change == "tuned":
+        config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+        config["calibration"]["span"] = {**CALIBRATOR, "a": 3.0}
+        (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    else:
+        weights = bytearray((model / "model.safetensors").read_bytes())
+        weights[-1] ^= 1  # the last bit of the last weight
+        (model / "model.safetensors").write_bytes(bytes(weights))
+    capsys.readouterr()
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    assert predict(model, tmp_path / "p.json", *options, "--resume") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: the model {model.resolve()} changed since the answers stream was made (its weights, tokenizer or "
+        "config.json, which holds its tuned settings, differ); resume with the model it was made with, or start again "
+        f"without --resume (in {tmp_path / 'p.answers.run.json'})"]
+    assert (tmp_path / "p.answers.jsonl").read_bytes() == stream
+
+
+def test_a_resumed_run_removes_the_temporary_files_a_killed_write_left(model_dir, tmp_path):
+    """A kill while the record or an official file was written leaves its temporary file beside it: a resumed run
+    ended with the answers right and the stray file still there. Another file's temporary is not predict's to remove."""
+    options = ["--decoding", "span", "joint", "--chunk-size", "3"]
+    assert predict(model_dir, tmp_path / "full" / "p.json", *options) == 0
+    full = contents(tmp_path / "full")
+    shutil.copytree(tmp_path / "full", tmp_path / "killed")
+    strays = [".p.answers.run.json.41.0123abcd.tmp", ".p.span.json.42.89abcdef.tmp", ".p.joint.nbest.json.42.00ff00ff.tmp"]
+    for name in [*strays, ".notes.json.43.0123abcd.tmp"]:
+        (tmp_path / "killed" / name).write_text("{", encoding="utf-8")
+    (tmp_path / "killed" / "p.joint.json").unlink()  # killed before the last official file was renamed into place
+    assert predict(model_dir, tmp_path / "killed" / "p.json", *options, "--resume") == 0
+    assert contents(tmp_path / "killed") == {**full, ".notes.json.43.0123abcd.tmp": b"{"}
+
+
+def test_a_record_kept_without_the_model_files_digest_resumes_on_the_other_checks(model_dir, tmp_path):
+    options = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "full" / "p.json", *options) == 0
+    assert predict(model_dir, tmp_path / "cut" / "p.json", *options, "--limit", "4") == 0
+    record_path = tmp_path / "cut" / "p.answers.run.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert len(record.pop("model_files")) == 16
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    assert predict(model_dir, tmp_path / "cut" / "p.json", *options, "--resume") == 0
+    assert contents(tmp_path / "cut") == contents(tmp_path / "full")
+
+
+@pytest.mark.parametrize("first", [b"hello\n", b"[1, 2]\n", b'"q1"\n', b"{broken\n"])
+def test_resume_refuses_an_answers_stream_whose_whole_line_is_no_json_object(model_dir, tmp_path, capsys, first):
+    """A file no predict wrote under the stream's name: a whole line that is no JSON object was taken for a line cut
+    short by a kill, and the file was cut back to nothing and written over. Only a last line without its newline is one."""
+    stream = tmp_path / "p.answers.jsonl"
+    stream.write_bytes(first + b"more of someone's notes\n")
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "--resume") == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: line 1 is not a JSON object: it is no answers line bio-mrc predict "
+                                                     "wrote; start again without --resume (in "), errors
+    assert stream.read_bytes() == first + b"more of someone's notes\n"

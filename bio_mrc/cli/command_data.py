@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import registry
 from ..arguments import warn_limit_past
 from ..errors import ConfigError, command_line_text
-from ..io import printable_line
+from ..io import file_sha256, printable_line
 from ..plurals import counted
 from .options import FLAGS
 
@@ -139,12 +139,14 @@ def _report_read(args: argparse.Namespace, data, path: str, count: int, limit: i
 
 
 def data_source(data: str) -> str:
-    """The data a predictions stream was made from, as its record names it: a file by its absolute path and size
-    (an edited file is other data), a folder by its path, a hub dataset by its id."""
+    """The data a predictions stream was made from, as its record names it: a file by its absolute path, size and
+    SHA-256 (an edited file is other data, at any size), a folder by its path, a hub dataset by its id."""
     path = Path(data).expanduser()
     if not path.exists():
         return data
-    return f"{path.resolve()}, {path.stat().st_size} bytes" if path.is_file() else str(path.resolve())
+    if not path.is_file():
+        return str(path.resolve())
+    return f"{path.resolve()}, {path.stat().st_size} bytes, sha256 {file_sha256(path)[:16]}"
 
 
 def check_span_count_option(args: argparse.Namespace, multi_span: bool) -> None:

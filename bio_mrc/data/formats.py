@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
 from ..io import broken_link, home_expanded
-from .json_reader import DataFormatError, check_not_special, compression_hint, other_compression, read_json
+from .json_reader import DataFormatError, check_not_special, compression_hint, misnamed_gzip, other_compression, read_json
 from .drop import SNIFF_BYTES as DROP_SNIFF_BYTES
 from .drop import drop_records, is_drop_start
 from .json_stream import Paragraph, SquadJsonStream
@@ -246,6 +246,9 @@ def detect_format(data: Any, split: str | None = None, expected: str | None = No
     source = Source(data, split)
     if source.is_file and (packed := other_compression(source.start)):  # no format reads it: none is named
         raise DataFormatError(f"{packed}{_READ_COMPRESSED}", source=source.name)
+    # read as text by every format but Parquet, which a .parquet name is read as whatever it holds
+    if source.is_file and not source.suffix_is(".parquet") and (packed := misnamed_gzip(source.start, source.path)):
+        raise DataFormatError(packed, source=source.name)
     name = next((name for name, form in FORMATS.items() if form.detect(source)), None)
     if name is None:
         if source.path is None:

@@ -239,6 +239,14 @@ def compression_hint(head: bytes) -> str:
     return next((f"; {hint}" for magic, hint in _COMPRESSED if magic.match(head)), "")
 
 
+def misnamed_gzip(head: bytes, path: str | Path) -> str | None:
+    """``"it is gzip-compressed: ..."`` where a file's first bytes ``head`` are gzip's and its ``path`` does not end in
+    ``.gz``, the name a reader decompresses by (every format would read its bytes as text); None otherwise."""
+    if not head.startswith(GZIP_MAGIC) or Path(path).suffix.lower() == ".gz":
+        return None
+    return GZIP_HINT.removeprefix("; ")
+
+
 def other_compression(head: bytes) -> str | None:
     """``"it is xz-compressed: decompress it first (unxz)"`` where a file's first bytes ``head`` are those of a file
     compressed by another tool than gzip (xz, bzip2, zstd, zip), which no reader decompresses; None otherwise."""

@@ -29,8 +29,10 @@ from ..decoding.postprocess import DecodeConfig, with_saved_settings
 from ..arguments import (checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument,
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
-from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
+from ..io import (atomic_write_json, check_file_target, check_outputs_apart, home_expanded, is_temporary_of, open_no_follow,
+                  printable_json, remove_file, sole_writer, writes_named)
 from ..json_syntax import json_value
+from ..encoders import answering_digest
 from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
@@ -103,7 +105,7 @@ def given_run_record(model: str, precision: str, plan: StreamPlan, source: str |
     record = _record(str(folder) if folder is not None else model, precision, plan, source)
     unsettled = {"decodings"} if AUTO_DECODING in plan.decodings else set()
     unsettled |= {name for name in ("bio_length_prior", "max_answer_length") if getattr(plan.config, name) is None}
-    unsettled |= set() if folder is not None else {"model"}
+    unsettled |= set() if folder is not None else {"model", MODEL_FILES}
     return {key: value for key, value in record.items() if key not in unsettled}
 
 
@@ -113,7 +115,21 @@ def _record(model: str, precision: str, plan: StreamPlan, source: str | None) ->
     options = {**options, **{name: options.get(name) or value for name, value in decode.items()}}
     folder = Path(model).expanduser()
     model = str(folder.resolve()) if folder.exists() else model  # a hub id as it was given
-    return json.loads(json.dumps({"model": model, "precision": precision, "data": source, **options}))
+    record = {"model": model, MODEL_FILES: answering_digest(folder), "precision": precision, "data": source, **options}
+    return json.loads(json.dumps(record))
+
+
+MODEL_FILES = "model_files"  # the digest of the model folder's files: one tuned or retrained in place is another model
+_LATER_KEYS = {MODEL_FILES}  # kept in a record since a later release: one without it is checked on the rest
+
+
+def _changed(key: str, then: object, value: object, record: dict) -> str:
+    """The first words of the refusal of a resumed stream whose record's ``key`` was ``then`` and is ``value`` now."""
+    if key == MODEL_FILES:  # the same folder, other files: no option differs
+        return (f"the model {record.get('model')} changed since the answers stream was made (its weights, tokenizer or "
+                "config.json, which holds its tuned settings, differ); resume with the model it was made with")
+    then, value = (json_value(v, whole=True) for v in (then, value))
+    return f"the answers stream was made with {argument(key)} {then}, this run has {value}; resume with the same options and data"
 
 
 def check_run_record(record_path: Path, wanted: dict) -> None:
@@ -126,12 +142,12 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
         raise DataFormatError(f"cannot read the record of the answers stream's options ({error}); start again without "
                               f"{argument('resume', True)}", source=str(record_path)) from None
     for key, value in wanted.items():
+        if key in _LATER_KEYS and isinstance(recorded, dict) and key not in recorded:  # a record written before it was kept
+            continue
         then = recorded.get(key) if isinstance(recorded, dict) else None
-        if then != value:
-            # whole, as the record spells them: a model's or data file's path runs past what json_value keeps
-            then, value = (json_value(v, whole=True) for v in (then, value))
-            raise DataFormatError(f"the answers stream was made with {argument(key)} {then}, this run has {value}; resume with "
-                                  f"the same options and data, or start again without {argument('resume', True)}", source=str(record_path))
+        if then != value:  # a model's or data file's path whole, as the record spells it
+            raise DataFormatError(f"{_changed(key, then, value, wanted)}, or start again without {argument('resume', True)}",
+                                  source=str(record_path))
 
 
 def check_resumed_options(output: str | Path, given: dict) -> None:
@@ -203,13 +219,9 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
     ids, ends, group, position = [], [0], [], 0
     with open(stream, "rb") as handle:
         for raw in handle:
-            try:
-                record = json.loads(raw) if raw.endswith(b"\n") else None
-            except (ValueError, RecursionError):
-                record = None
-            if not isinstance(record, dict):
-                break
             line = len(ids) * len(decodings) + len(group) + 1
+            if (record := _whole_record(raw, line, stream)) is None:
+                break
             if multi_span and "answers" not in record and not answer_record_problem(record, False):
                 raise DataFormatError(f"line {line} was written without {argument('multi_span', True)} (it lists no span texts), this run "
                                       "has it; resume with the same options", source=str(stream))
@@ -235,6 +247,23 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
         handle.flush()
         os.fsync(handle.fileno())
     return ids[:keep]
+
+
+def _whole_record(raw: bytes, line: int, stream: Path) -> dict | None:
+    """Line ``line`` of the stream read back: None where it is cut short by a kill (no newline yet) or nested past the
+    parser's stack, both answered again; a whole line that is no JSON object is no line predict wrote, refused."""
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        record = json.loads(raw)
+    except RecursionError:
+        return None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):  # the file is not ours: kept as it is, never cut back and written over
+        raise DataFormatError(f"line {line} is not a JSON object: it is no answers line bio-mrc predict wrote; start again "
+                              f"without {argument('resume', True)}", source=str(stream))
+    return record
 
 
 def predict_to_files(
@@ -275,6 +304,7 @@ def predict_to_files(
             if stream is not None:
                 stream.parent.mkdir(parents=True, exist_ok=True)
                 held.enter_context(sole_writer(stream, "answers"))
+                _remove_temporaries(outputs)
                 _claim_record(run_record_path(output), run_record(trained, plan, source), resumes)
             return resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else []
 
@@ -333,6 +363,16 @@ def _limited(questions: Iterable[Example], limit: int | None, total: int | None)
     if total is None and isinstance(questions, Sequence):
         total = len(questions)
     return questions, total
+
+
+def _remove_temporaries(outputs: Sequence[Path]) -> None:
+    """The temporary files an earlier run killed while it wrote one of ``outputs`` left beside it: this run writes them
+    anew, and the folder ends as an uninterrupted run leaves it."""
+    for folder in {path.parent for path in outputs}:
+        names = {path.name for path in outputs if path.parent == folder}
+        for entry in folder.iterdir() if folder.is_dir() else ():
+            if any(is_temporary_of(entry.name, name) for name in names) and entry.is_file() and not entry.is_symlink():
+                remove_file(entry, folder)
 
 
 def _claim_record(record_path: Path, wanted: dict, resumes: bool) -> None:
