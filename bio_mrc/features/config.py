@@ -25,6 +25,15 @@ def stride_leaves_new_context(max_seq_length: int, doc_stride: int, max_query_le
     question, two [SEP] and its context, whose first ``doc_stride`` tokens overlap the window before."""
     return doc_stride < max_seq_length - max_query_length - 3
 
+
+def estimated_windows(characters: int, config: FeatureConfig) -> int:
+    """The windows a context of ``characters`` characters is cut into, at most, where a token holds a character or more
+    (a BERT word piece, a sentencepiece: every tokenizer but a byte-level one over text outside ASCII) and the question
+    takes all of ``max_query_length``: a bound on the windows, and so the memory, of a question read before it is cut."""
+    room = config.max_seq_length - config.max_query_length - 3
+    return 1 + max(0, -(-(characters - room) // (room - config.doc_stride)))
+
+
 @dataclass(frozen=True)
 class FeatureConfig:
     """How examples become windows and which targets they carry.

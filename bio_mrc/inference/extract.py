@@ -18,6 +18,7 @@ from ..arguments import check_flag, count_at_most
 from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
+from ..features.config import FeatureConfig, estimated_windows
 from ..decoding.window_outputs import WindowOutputs, check_examples_of, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
@@ -25,6 +26,7 @@ from ..plurals import counted
 from ..progress import WindowBars, window_bars
 from .abstention import check_abstention
 from .answers import decode_answers
+from . import defaults
 from .defaults import DEFAULT_CHUNK_SIZE
 from .documents import DocumentRanking, document_names, rank_chunk
 from .loading import TrainedModel, check_batch_size, check_length_prior
@@ -72,6 +74,27 @@ def question_chunks(examples: Sequence[Example], size: int) -> Iterator[Sequence
         raise ConfigError(f"chunk_size is a positive number of questions (or documents) at a time, got {size!r}")
     count_at_most(size, "chunk_size")
     return (examples[begin : begin + size] for begin in range(0, len(examples), size))
+
+
+def window_slices(examples: Sequence[Example], features: FeatureConfig, bound: int | None = None) -> Iterator[Sequence[Example]]:
+    """A chunk's ``examples`` in consecutive slices, each the most questions whose windows, estimated from their
+    contexts' lengths (:func:`~bio_mrc.features.config.estimated_windows`), number at most ``bound`` (None:
+    :data:`~bio_mrc.inference.defaults.SLICE_WINDOWS`); a question estimated past it is a slice alone. A chunk under the
+    bound (SQuAD's 1,000 questions) is one slice, the chunk itself. A question's answer reads its own windows alone, so
+    the slices' answers are the chunk's (a score in float32's last bits aside: windows are batched by length within a
+    slice), and the slices, read from the chunk alone, are the same on every run."""
+    bound = defaults.SLICE_WINDOWS if bound is None else bound
+    begin, held = 0, 0
+    for end, example in enumerate(examples):
+        windows = estimated_windows(len(example.context), features)
+        if end > begin and held + windows > bound:
+            yield examples[begin:end]
+            begin, held = end, 0
+        held += windows
+    if begin == 0 and examples:
+        yield examples
+    elif begin < len(examples):
+        yield examples[begin:]
 
 
 def _texts(value: Any, name: str) -> list[Any]:
@@ -141,11 +164,12 @@ class AnswerExtractor:
     whole list of questions.
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     A list of questions is answered :attr:`chunk_size` questions at a time, as ``bio-mrc predict`` answers them, and
-    one question over a list of documents :attr:`chunk_size` documents at a time, so memory holds one chunk's windows
-    whatever the number of questions or documents.
+    one question over a list of documents :attr:`chunk_size` documents at a time, each chunk in its
+    :func:`window_slices` where its contexts are long, so memory holds one slice's windows whatever the number of
+    questions or documents and the length of their contexts.
     """
 
-    chunk_size = DEFAULT_CHUNK_SIZE  # questions (or documents) whose windows are held at once: bio-mrc predict's chunk
+    chunk_size = DEFAULT_CHUNK_SIZE  # questions (or documents) answered together: bio-mrc predict's chunk
 
     def __init__(
         self,
@@ -286,13 +310,24 @@ class AnswerExtractor:
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
         predictions = []
         with window_bars(len(examples), self.progress) as bars:  # one bar a stage over the whole list, not one a chunk
-            for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
-                outputs = self.trained.windows(chunk, batch_size=self.batch_size, bars=bars)
-                predictions += self.predict(outputs, chunk, multi_span, decoding, require_answer=require_answer, n_best=n_best)
+            for asked in self.slices(examples):  # one slice's windows held at a time
+                predictions += self._answered(asked, bars, multi_span, decoding, require_answer, n_best)
         if not multi_span:
             for p in predictions:
                 p.spans = p.spans[: top_k or 1]
         return predictions[0] if single else predictions
+
+    def slices(self, examples: Sequence[Example]) -> Iterator[Sequence[Example]]:
+        """``examples`` a chunk of :attr:`chunk_size` at a time, each chunk in its :func:`window_slices`: the questions (or
+        documents) whose windows are held at once, in order."""
+        for chunk in question_chunks(examples, self.chunk_size):
+            yield from window_slices(chunk, self.trained.features)
+
+    def _answered(self, asked: Sequence[Example], bars: WindowBars, multi_span: bool, decoding: str | None,
+                  require_answer: bool | None, n_best: int | None) -> list[Prediction]:
+        """One slice's questions run and decoded; their windows go when this returns."""
+        outputs = self.trained.windows(asked, batch_size=self.batch_size, bars=bars)
+        return self.predict(outputs, asked, multi_span, decoding, require_answer=require_answer, n_best=n_best)
 
     def answer_documents(
         self, question: str, documents: TextBatch, top_k: int | None = None, names: Sequence[str | None] | None = None,
@@ -305,8 +340,8 @@ class AnswerExtractor:
         best so many; None: all), each span's ``probability`` its own, as its document's answer gives it.
         ``decoding`` (None: the extractor's) as in the constructor; ``require_answer=False`` shapes multi-span answers
         and is refused for single spans, which abstain only by the saved no-answer threshold. The documents are run and
-        decoded :attr:`chunk_size` at a time, each chunk's windows let go once its spans are ranked, with the answers
-        of one pass."""
+        decoded :attr:`chunk_size` at a time (long ones a :func:`window_slices` slice of a chunk at a time), each
+        slice's windows let go once its spans are ranked, with the answers of one pass."""
         multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
         asked = self.decode_config.require_answer if require_answer is None else check_flag(require_answer, "require_answer")
         if not asked and not multi_span:  # the call's, else the extractor's decode_config: never dropped unread
@@ -323,8 +358,8 @@ class AnswerExtractor:
         ranking = DocumentRanking(top_k, multi_span)
         n_best = max(top_k or 1, self.decode_config.n_best) if not multi_span else self.decode_config.n_best
         with window_bars(len(examples), self.progress) as bars:  # one bar a stage over every document
-            for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
-                self._rank_chunk(ranking, list(chunk), decoding, n_best, require_answer, bars)
+            for asked in self.slices(examples):  # one slice's windows held at a time
+                self._rank_chunk(ranking, list(asked), decoding, n_best, require_answer, bars)
         return ranking.ranked(question, names)
 
     def _rank_chunk(self, ranking: DocumentRanking, documents: list[Example], decoding: str, n_best: int,

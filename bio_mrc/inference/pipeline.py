@@ -74,7 +74,7 @@ from ..types import AnswerSpan, Example, Prediction
 from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
 from .documents import DocumentRanking, rank_chunk
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_top_k, question_chunks
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_top_k
 from .loading import TrainedModel, check_folder_to_load, check_onnx_device, forward_precision, model_backend, window_settings
 from .onnx_runner import OnnxModel
 from .text_inputs import text_input
@@ -188,7 +188,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
         or a list of such dicts. One string (or dict) in, one result out; lists in, a list out.
         ``batch_size`` is the number of windows per forward pass (a list is run and decoded the extractor's ``chunk_size``
-        questions at a time).
+        questions at a time, long contexts' in slices: :meth:`AnswerExtractor.slices`).
         A ``datasets.Dataset``, a ``KeyDataset`` or a generator of such dicts in: an iterator of results out,
         answered ``batch_size`` questions at a time, as transformers pipelines stream them. ``num_workers`` is taken
         as every transformers pipeline takes it and changes nothing: the windows are cut in this process."""
@@ -222,18 +222,18 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if single:
             return super().__call__(_Questions(examples, single, batch_size), **kwargs)
         answers, calls = [], self.call_count
-        for chunk in question_chunks(examples, self.extractor.chunk_size):  # one chunk's windows held at a time
-            answers += super().__call__(_Questions(list(chunk), False, batch_size), **kwargs)
+        for asked in self.extractor.slices(examples):  # one slice's windows held at a time
+            answers += super().__call__(_Questions(list(asked), False, batch_size), **kwargs)
         self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
         return answers
 
     def _answer_documents(self, examples: list[Example], batch_size: int, top_k: int | None, multi_span: bool,
                           kwargs: dict[str, Any]):
-        """One question's documents run and decoded the extractor's ``chunk_size`` at a time into one ranking (its
+        """One question's documents run and decoded a slice of the extractor's chunks at a time into one ranking (its
         ``top_k`` spans, None: all), which the last chunk's ``postprocess`` formats."""
         ranking, calls, answers = DocumentRanking(top_k, multi_span), self.call_count, None
-        chunks = list(question_chunks(examples, self.extractor.chunk_size))
-        for k, chunk in enumerate(chunks):  # one chunk's windows held at a time
+        chunks = list(self.extractor.slices(examples))
+        for k, chunk in enumerate(chunks):  # one slice's windows held at a time
             answers = super().__call__(_Questions(list(chunk), False, batch_size, ranking, k == len(chunks) - 1), **kwargs)
         self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
         return answers

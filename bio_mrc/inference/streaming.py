@@ -2,11 +2,13 @@
 
 The answers stream (``<stem>.answers.jsonl``) holds one line per question and decoding, in the order of the
 questions (:func:`~bio_mrc.inference.files.answer_record`); the official, n-best and ``na_prob`` files are
-written from it at the end. Memory stays flat in the number of questions: one chunk is held at a time.
+written from it at the end. Memory stays flat in the number of questions: one chunk is held at a time, and of its
+windows and logits one slice (:func:`~bio_mrc.inference.extract.window_slices`: long contexts' questions a few at a
+time, each slice's windows let go once its answers are decoded).
 
 Chunks are fixed slices of the questions (``chunk_size`` each, in order), and a chunk's answers depend only
-on its own questions: so a resumed run, which restarts at the first chunk the stream lacks in full, and a
-sharded run (:class:`~bio_mrc.inference.sharding.Shard`: rank ``r`` of ``W`` answers chunks ``r``, ``r + W``, ...)
+on its own questions (its slices are read from it alone): so a resumed run, which restarts at the first chunk the
+stream lacks in full, and a sharded run (:class:`~bio_mrc.inference.sharding.Shard`: rank ``r`` of ``W`` answers chunks ``r``, ``r + W``, ...)
 write the same bytes as one uninterrupted process.
 """
 
@@ -37,7 +39,7 @@ from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
-from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor
+from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
 from .files import (DecodingFiles, answer_record, answer_record_problem, answers_stream_path, prediction_outputs,
                     run_record_path, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
@@ -163,13 +165,21 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     if not chunk:
         return []
     warn_long_questions(trained, chunk, lambda position: f"question {chunk[position].id!r}")
-    outputs = trained.windows(chunk, batch_size=plan.batch_size, progress=False)
     # AnswerExtractor's decoding, so predict answers as extract, serve and the pipeline do
     extractor = AnswerExtractor(trained, multi_span=plan.multi_span, decode_config=plan.config,
                                 min_span_probability=plan.min_span_probability, batch_size=plan.batch_size)
-    decoded = extractor.predict_each(outputs, chunk, plan.decodings)
+    decoded: list[list] = [[] for _ in plan.decodings]
+    for asked in window_slices(chunk, trained.features):  # one slice's windows held at a time
+        for rows, predictions in zip(decoded, _slice_answers(extractor, asked, plan)):
+            rows += predictions
     return [printable_json(answer_record(predictions[row], decoding, plan.multi_span)) + "\n"
             for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
+
+
+def _slice_answers(extractor: AnswerExtractor, asked: Sequence[Example], plan: StreamPlan) -> list[list]:
+    """One slice of a chunk run and decoded with each of the plan's decodings; its windows go when this returns."""
+    outputs = extractor.trained.windows(asked, batch_size=plan.batch_size, progress=False)
+    return extractor.predict_each(outputs, asked, plan.decodings)
 
 
 def chunked(items: Iterable, size: int) -> Iterator[list]:

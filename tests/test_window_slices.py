@@ -1,0 +1,141 @@
+"""A chunk of questions over long contexts is run and decoded in consecutive slices whose windows, estimated from the
+contexts' lengths, stay under a bound: one slice's windows and logits are held at a time, and the answers are those
+of the whole chunk run at once."""
+
+import dataclasses
+import json
+import math
+import weakref
+
+import pytest
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.features.config import FeatureConfig, estimated_windows
+from bio_mrc.inference import AnswerExtractor, StreamPlan, defaults
+from bio_mrc.inference.extract import window_slices
+from bio_mrc.inference.streaming import chunk_lines
+from bio_mrc.types import Example
+
+from .conftest import SAMPLE_V1
+from .test_extract import assert_same_answers
+from .test_long_contexts import LONG_CONTEXT
+
+QUESTIONS = ["What were the Normans famed for?", "Who ruled Normandy?", "What was Norman French?", "When did Rollo rule?",
+             "Who were famed?"]
+SHORT = "Rollo ruled Normandy in 911."
+
+
+def windows_alive(monkeypatch, trained) -> list[int]:
+    """For each forward pass of ``trained`` from now on: the windows whose logits are alive as it ends, its own
+    included (a view of the logits keeps them alive)."""
+    windows, alive, counts = trained.windows, {}, []
+
+    def counted(examples, **options):
+        outputs = windows(examples, **options)
+        key = len(counts)
+        alive[key] = len(outputs.example_index)
+        counts.append(sum(alive.values()))
+        weakref.finalize(outputs.logits["start_logits"], alive.pop, key)
+        return outputs
+
+    monkeypatch.setattr(trained, "windows", counted)
+    return counts
+
+
+def two_questions_a_slice(monkeypatch, trained) -> int:
+    """The bound set to two long questions' estimated windows; returns it."""
+    bound = 2 * estimated_windows(len(LONG_CONTEXT), trained.features)
+    monkeypatch.setattr(defaults, "SLICE_WINDOWS", bound, raising=False)
+    return bound
+
+
+def windows_of_one(trained) -> int:
+    """The most windows any one of the questions has over the long context."""
+    return max(len(trained.windows([Example("q", q, LONG_CONTEXT, None)]).example_index) for q in QUESTIONS)
+
+
+@pytest.mark.parametrize(("characters", "expected"), [(0, 1), (33, 1), (34, 2), (50, 2), (51, 3), (33 + 17 * 10, 11)])
+def test_a_contexts_windows_are_estimated_at_a_token_a_character(characters, expected):
+    # 48 tokens a window, 12 of question and 3 special: 33 of context, each window 33 - 16 = 17 past the one before
+    assert estimated_windows(characters, FeatureConfig(max_seq_length=48, doc_stride=16, max_query_length=12)) == expected
+
+
+def test_slices_are_consecutive_and_each_the_most_questions_under_the_bound():
+    config = FeatureConfig(max_seq_length=48, doc_stride=16, max_query_length=12)
+    sizes = [0, 200, 34, 5000, 51, 51, 51, 0]  # estimated 1, 11, 2, 293, 3, 3, 3, 1 windows
+    examples = [Example(str(k), "q", "x" * n, None) for k, n in enumerate(sizes)]
+    slices = list(window_slices(examples, config, bound=12))
+    assert [[e.id for e in s] for s in slices] == [["0", "1"], ["2"], ["3"], ["4", "5", "6", "7"]]
+    assert list(window_slices(examples, config, bound=10_000)) == [examples]  # under the bound: the chunk itself
+    assert list(window_slices([], config, bound=12)) == []
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_a_chunk_over_a_long_context_holds_one_slice_of_windows_with_the_answers_of_one_pass(trained_dir, monkeypatch,
+                                                                                            decoding):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding=decoding)
+    whole = {multi_span: extractor(QUESTIONS, LONG_CONTEXT, multi_span=multi_span) for multi_span in (False, True)}
+    top = extractor(QUESTIONS, LONG_CONTEXT, top_k=3)
+    one = windows_of_one(extractor.trained)
+    bound = two_questions_a_slice(monkeypatch, extractor.trained)
+    alive = windows_alive(monkeypatch, extractor.trained)
+    for multi_span, expected in whole.items():
+        assert [dataclasses.asdict(p) for p in extractor(QUESTIONS, LONG_CONTEXT, multi_span=multi_span)] == \
+            [dataclasses.asdict(p) for p in expected]
+    assert extractor(QUESTIONS, LONG_CONTEXT, top_k=3) == top
+    assert len(alive) == 3 * math.ceil(len(QUESTIONS) / 2)  # slices of two, two and one question, each call
+    assert max(alive) <= min(2 * one, bound)  # one slice's windows alive at a time, never the chunk's
+
+
+def test_predict_answers_a_chunk_a_slice_at_a_time_with_the_same_lines(trained_dir, monkeypatch):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu")
+    trained = extractor.trained
+    chunk = [Example(f"q{k}", q, LONG_CONTEXT if k % 4 else SHORT, None) for k, q in enumerate(QUESTIONS * 2)]
+    plans = [StreamPlan(("span", "bio", "joint")), StreamPlan(("joint",), multi_span=True)]
+    whole = [chunk_lines(trained, chunk, plan) for plan in plans]
+    one = windows_of_one(trained)
+    two_questions_a_slice(monkeypatch, trained)
+    alive = windows_alive(monkeypatch, trained)
+    sliced = [chunk_lines(trained, chunk, plan) for plan in plans]
+    assert sliced[0] == whole[0]
+    # a tag posterior's messages are summed on Python floats for a few rows, by numpy steps for many: last bits apart
+    assert_same_answers([list(map(json.loads, lines)) for lines in sliced[1:]], [list(map(json.loads, lines)) for lines in whole[1:]])
+    assert len(alive) == 2 * 5 and max(alive) <= 2 * one  # short, long, long, long, short, ...: [s l] [l l] [s l] [l l] [s l]
+
+
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_one_question_over_long_documents_is_ranked_a_slice_at_a_time_as_in_one_pass(trained_dir, monkeypatch, multi_span):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding="joint")
+    documents = [LONG_CONTEXT, SHORT, LONG_CONTEXT[:900], LONG_CONTEXT, SHORT + " " + LONG_CONTEXT]
+    whole = {top_k: extractor(QUESTIONS[1], documents, top_k=top_k, multi_span=multi_span) for top_k in (1, 3, None)}
+    two_questions_a_slice(monkeypatch, extractor.trained)
+    alive = windows_alive(monkeypatch, extractor.trained)
+    for top_k, expected in whole.items():
+        assert extractor(QUESTIONS[1], documents, top_k=top_k, multi_span=multi_span) == expected
+    assert len(alive) == 3 * 3  # [long short short] [long] [long]: the last is longer than the bound's half
+
+
+def test_the_pipeline_answers_a_chunk_a_slice_at_a_time_with_the_answers_of_one_pass(trained_dir, monkeypatch):
+    from transformers import pipeline
+
+    from bio_mrc.inference.pipeline import TASK
+
+    qa = pipeline(TASK, model=str(trained_dir), device="cpu", precision="fp32")
+    inputs = [{"question": q, "context": LONG_CONTEXT} for q in QUESTIONS]
+    whole = [qa(inputs), qa(inputs, multi_span=True), qa(question=QUESTIONS[0], context=[LONG_CONTEXT] * 3, top_k=2)]
+    one = windows_of_one(qa.extractor.trained)
+    two_questions_a_slice(monkeypatch, qa.extractor.trained)
+    alive, calls = windows_alive(monkeypatch, qa.extractor.trained), qa.call_count
+    assert [qa(inputs), qa(inputs, multi_span=True), qa(question=QUESTIONS[0], context=[LONG_CONTEXT] * 3, top_k=2)] == whole
+    assert len(alive) == 3 + 3 + 2 and max(alive) <= 2 * one
+    assert qa.call_count == calls + 3  # a call counts once, whatever its slices
+
+
+def test_squad_sized_chunks_run_whole_as_before(trained_dir, monkeypatch):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu")
+    examples = load_squad(SAMPLE_V1).examples
+    asked = []
+    windows = extractor.trained.windows
+    monkeypatch.setattr(extractor.trained, "windows", lambda chunk, **options: asked.append(len(chunk)) or windows(chunk, **options))
+    extractor([e.question for e in examples], [e.context for e in examples])
+    assert asked == [len(examples)]  # one chunk, one forward call over all its windows: today's batches
