@@ -11,6 +11,7 @@ run on hand-made graphs of an export's signature, so they need no export of thei
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import warnings
 
@@ -229,3 +230,149 @@ def test_the_export_gives_pytorchs_multi_span_answer_on_a_paragraph_repeated(onn
         for decoding in DECODINGS:
             got, want = (e(example.question, context, decoding=decoding, multi_span=True) for e in (ours, theirs))
             assert_same_prediction(got, want)
+
+
+CHANGED_SOURCE = ("the model this export was made from ({}) has changed since it was exported (tuned or trained again): "
+                  "the export answers with the weights and settings of its export; export it again to answer with the "
+                  "model as it is now")
+# The marker's fields (but its source) of a stand-in for the graph's check: the export's bookkeeping is what is tested.
+STAND_IN_RECORD = {"format": "onnx", "export_format": 1, "file": ONNX_FILE, "inputs": INPUTS,
+                   "outputs": ("start_logits", "end_logits", "bio_logits"), "dynamic_axes": {"batch": 0, "sequence": 1},
+                   "opset": 18, "exporter": "a stand-in", "checked_shapes": (), "max_abs_logit_difference": {},
+                   "tolerance": 1e-4, "versions": {}, "created": "2026-01-01T00:00:00Z"}
+
+
+def export_of_a_copy(trained_dir, tmp_path, monkeypatch, source="source"):
+    """``trained_dir`` copied to ``tmp_path/source`` and exported by ``export_onnx`` to ``tmp_path/exported``, both named
+    relative to ``tmp_path`` as the working folder (a ``source`` with no folder of its name there: a hub id); its graph
+    the hand-made one (the exporter's own graph takes seconds)."""
+    from bio_mrc.inference import onnx
+
+    made = hand_made_export(trained_dir, tmp_path / "made")
+
+    def export(trained, staging, opset, atol):
+        for name in (ONNX_FILE, "config.json", "tokenizer.json", "tokenizer_config.json"):
+            shutil.copyfile(made / name, staging / name)
+        return STAND_IN_RECORD
+
+    if source == "source":
+        shutil.copytree(trained_dir, tmp_path / source)
+    monkeypatch.setattr(onnx, "write_export", export)
+    monkeypatch.chdir(tmp_path)
+    onnx.export_onnx(source, "exported")
+    monkeypatch.chdir(made)  # from here on, another working folder: the marker's source holds wherever the export is read
+    return tmp_path / source, tmp_path / "exported"
+
+
+def tune_in_place(folder, threshold=-15.0):
+    """``bio-mrc tune``'s saving of a tuned setting into the model folder itself."""
+    from bio_mrc.inference.tuning import save_tuned_settings
+    from bio_mrc.model import BioMrcConfig
+
+    assert save_tuned_settings(folder, BioMrcConfig.from_pretrained(folder), {"span": threshold}, {},
+                               {"description": "dev.json", "questions": 40, "content_hash": "aaaa"})
+
+
+def loads_unsaid(*folders):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for folder in folders:
+            assert TrainedModel.load(folder).backend == "onnx"
+
+
+def said(caught):
+    from bio_mrc.inference.onnx_runner import ExportSourceChangedWarning
+
+    return [str(w.message) for w in caught if issubclass(w.category, ExportSourceChangedWarning)]
+
+
+def test_an_export_records_its_source_folder_in_full_and_what_it_answers_with(trained_dir, tmp_path, monkeypatch):
+    """A source named relative to the working folder was recorded as given: read from another folder, it named another
+    folder or none. The marker holds its full path and the digest of the files its answers depend on."""
+    from bio_mrc.encoders import answering_digest
+
+    source, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch)
+    marker = json.loads((exported / EXPORT_FILE).read_text())
+    assert marker["source"] == str(source) and marker["source_digest"] == answering_digest(source)
+    assert list(marker)[-2:] == ["source", "source_digest"]
+
+
+def test_an_export_of_a_hub_model_records_no_digest(trained_dir, tmp_path, monkeypatch):
+    from .conftest import offline_hub
+
+    offline_hub(monkeypatch, tmp_path / "hub", {"org/tiny": trained_dir})
+    _, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch, source="org/tiny")
+    marker = json.loads((exported / EXPORT_FILE).read_text())
+    assert marker["source"] == "org/tiny" and "source_digest" not in marker
+    loads_unsaid(exported)
+
+
+def test_an_export_whose_source_changed_says_so_at_every_door(trained_dir, tmp_path, monkeypatch, capsys):
+    """An export whose source was tuned in place or trained again kept answering with the settings and weights of its
+    export, unsaid."""
+    import os
+
+    from transformers import pipeline
+
+    from bio_mrc.inference.onnx_runner import ExportSourceChangedWarning
+
+    source, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch)
+    loads_unsaid(exported)
+    os.utime(source / "config.json", (1, 1))  # touched (copied over itself): its answers are the same
+    loads_unsaid(exported)
+    tune_in_place(source)
+    line = CHANGED_SOURCE.format(source)
+    with pytest.warns(ExportSourceChangedWarning) as caught:
+        assert TrainedModel.load(exported).backend == "onnx"
+    assert said(caught) == [line]
+    with pytest.warns(ExportSourceChangedWarning) as caught:
+        AnswerExtractor.from_pretrained(exported)
+    assert said(caught) == [line]
+    with pytest.warns(ExportSourceChangedWarning) as caught:
+        pipeline("bio-mrc-qa", model=str(exported), device="cpu")
+    assert said(caught) == [line]
+    capsys.readouterr()
+    assert main(["extract", "--model", str(exported), "--question", "Who?", "--context", CONTEXT]) == 0
+    assert capsys.readouterr().err == f"warning: {line}\n"
+    (tmp_path / "q.jsonl").write_text(json.dumps({"question": "Who?", "context": CONTEXT}) + "\n")
+    assert main(["predict", "--model", str(exported), "--data", str(tmp_path / "q.jsonl"),
+                 "--output", str(tmp_path / "preds.json")]) == 0
+    assert capsys.readouterr().err.count(f"warning: {line}\n") == 1
+
+
+def test_a_source_trained_again_is_said_too(trained_dir, tmp_path, monkeypatch):
+    from bio_mrc.inference.onnx_runner import ExportSourceChangedWarning
+
+    source, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch)
+    (source / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes()[:-1] + b" ")  # new weights
+    with pytest.warns(ExportSourceChangedWarning, match=re.escape(CHANGED_SOURCE.format(source))):
+        TrainedModel.load(exported)
+
+
+def test_nothing_is_said_of_a_source_gone_a_hub_id_or_an_export_without_the_digest(trained_dir, tmp_path, monkeypatch):
+    source, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch)
+    tune_in_place(source)
+    marker = json.loads((exported / EXPORT_FILE).read_text())
+    earlier = {key: value for key, value in marker.items() if key != "source_digest"}  # an export made before it was kept
+    (exported / EXPORT_FILE).write_text(json.dumps(earlier))
+    loads_unsaid(exported)
+    shutil.copytree(source, tmp_path / "made" / "org" / "tiny")  # a folder of the hub id's name in the working folder
+    (exported / EXPORT_FILE).write_text(json.dumps({**marker, "source": "org/tiny"}))
+    loads_unsaid(exported)
+    (exported / EXPORT_FILE).write_text(json.dumps(marker))
+    shutil.rmtree(source)  # moved away, or the export copied to another machine
+    loads_unsaid(exported)
+
+
+def test_tuning_the_export_itself_is_no_change_of_its_source(trained_dir, tmp_path, monkeypatch, capsys):
+    """``tune`` on the export's own folder tunes the export (in place, or into a copy that keeps the marker)."""
+    from .conftest import SAMPLE_V1
+
+    _, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch)
+    copy = tmp_path / "tuned-export"
+    for where in ([], ["--output-dir", str(copy)]):
+        assert main(["tune", "--model", str(exported), "--data", str(SAMPLE_V1), *where,
+                     "--min-calibration-questions", "8"]) == 0
+    assert "has changed since it was exported" not in capsys.readouterr().err
+    assert json.loads((exported / "config.json").read_text())["tuned_on"]["questions"] == 8
+    loads_unsaid(exported, copy)

@@ -11,6 +11,7 @@ import pytest
 
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
+from bio_mrc.encoders import answering_digest
 
 from .conftest import SAMPLE_V1
 
@@ -39,12 +40,14 @@ def test_export_onnx_returns_an_onnx_export_which_the_marker_and_the_command_hol
 
     monkeypatch.setattr(onnx, "write_export", export)
     result = onnx.export_onnx(trained_dir, tmp_path / "python")
-    assert type(result) is OnnxExport and result == OnnxExport(**MARKER_FIELDS, source=str(trained_dir))
+    digest = answering_digest(trained_dir)
+    assert type(result) is OnnxExport and result == OnnxExport(**MARKER_FIELDS, source=str(trained_dir), source_digest=digest)
     _frozen(result)
     record = {"format": "onnx", "export_format": 1, "file": "model.onnx", "inputs": ["input_ids", "attention_mask"],
               "outputs": ["start_logits", "end_logits"], "dynamic_axes": {"batch": 0, "sequence": 1}, "opset": 18,
               "exporter": "a stand-in", "checked_shapes": [[3, 29], [1, 48]], "max_abs_logit_difference": {"start_logits": 0.5},
-              "tolerance": 1e-4, "versions": {"bio_mrc": "0.1.0"}, "created": "2026-01-01T00:00:00Z", "source": str(trained_dir)}
+              "tolerance": 1e-4, "versions": {"bio_mrc": "0.1.0"}, "created": "2026-01-01T00:00:00Z", "source": str(trained_dir),
+              "source_digest": digest}
     assert result.to_dict() == record and list(result.to_dict()) == list(record)
     assert json.loads((tmp_path / "python" / onnx.EXPORT_FILE).read_text()) == record
     capsys.readouterr()

@@ -22,6 +22,7 @@ import copy
 import importlib
 import logging
 import math
+import os
 import shutil
 import time
 import warnings
@@ -35,7 +36,8 @@ import torch
 from .. import __version__
 from ..arguments import path_argument
 from ..errors import BioMrcError, ConfigError, InputWarning, argument
-from ..hub import check_name_given
+from ..encoders import answering_digest
+from ..hub import check_name_given, checked_local_path
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import (atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
                   staged_folder, written_alone)
@@ -61,7 +63,10 @@ class OnnxExport:
     ``outputs`` with their ``dynamic_axes``, the ``opset`` and ``exporter`` (``dynamo_error``: why the dynamo exporter
     failed, where the TorchScript one wrote it), the ``checked_shapes`` (batch, length) and the
     ``max_abs_logit_difference`` from PyTorch per output within ``tolerance``, the package ``versions``, when it was
-    ``created`` and the ``source`` model folder."""
+    ``created``, and the ``source`` model: a local folder by its full path at export (the same folder from any working
+    folder), with ``source_digest``, the digest of the files its answers depend on
+    (:func:`~bio_mrc.encoders.answering_digest`), by which loading the export says when that model has changed since;
+    a hub id as given, with none."""
 
     format: str
     export_format: int
@@ -78,16 +83,19 @@ class OnnxExport:
     created: str
     source: str
     dynamo_error: str | None = None
+    source_digest: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The marker's record, its keys in the marker's order (``dynamo_error`` only where there is one)."""
+        """The marker's record, its keys in the marker's order (``dynamo_error`` and ``source_digest`` only where there
+        is one)."""
         failed = {} if self.dynamo_error is None else {"dynamo_error": self.dynamo_error}
+        digest = {} if self.source_digest is None else {"source_digest": self.source_digest}
         return {
             "format": self.format, "export_format": self.export_format, "file": self.file, "inputs": list(self.inputs),
             "outputs": list(self.outputs), "dynamic_axes": dict(self.dynamic_axes), "opset": self.opset,
             "exporter": self.exporter, **failed, "checked_shapes": [list(shape) for shape in self.checked_shapes],
             "max_abs_logit_difference": dict(self.max_abs_logit_difference), "tolerance": self.tolerance,
-            "versions": dict(self.versions), "created": self.created, "source": self.source,
+            "versions": dict(self.versions), "created": self.created, "source": self.source, **digest,
         }
 
 
@@ -215,20 +223,29 @@ def export_onnx(
         require(module, "ONNX export")
     with written_alone(output_dir):  # before any work, until the marker is written
         check_folder_free(output_dir, overwrite, STAGING_DIR)  # before the model loads
+        source = source_record(model_dir, revision)  # before the model loads: the files it reads are those recorded
         trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
             progress_note(progress, f"exporting {model_dir} to onnx in {output_dir}")
             record = write_export(trained, staging, opset, atol)
             # moves in with the files: the marker is then all that is left
-            write_model_card(staging, staged_for=output_dir, export={**record, "source": str(model_dir)})
+            write_model_card(staging, staged_for=output_dir, export={**record, **source})
             # the marker first (the old export is unfinished from here on), then the old model's other files, its
             # PyTorch weights included, which loading would otherwise run in place of the new graph
             remove_file(output_dir / EXPORT_FILE, output_dir)
             remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])
-        export = OnnxExport(**record, source=str(model_dir))
+        export = OnnxExport(**record, **source)
         atomic_write_json(output_dir / EXPORT_FILE, export.to_dict(), indent=2)
     return export
+
+
+def source_record(model_dir: str | Path, revision: str | None = None) -> dict[str, Any]:
+    """The marker's ``source`` (and ``source_digest``) of the model ``model_dir``, a folder or a hub id (:class:`OnnxExport`)."""
+    folder = checked_local_path(model_dir, revision=revision)
+    if folder is None:  # a hub id: its snapshot is the hub's to change, under the same id
+        return {"source": str(model_dir)}
+    return {"source": os.path.abspath(folder), "source_digest": answering_digest(folder)}
 
 
 def check_export_options(opset: Any, atol: Any) -> None:

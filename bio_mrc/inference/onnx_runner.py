@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -22,7 +23,8 @@ import torch
 
 from .. import registry
 from ..data.json_reader import read_json
-from ..errors import ModelFormatError
+from ..encoders import answering_digest
+from ..errors import InputWarning, ModelFormatError
 from ..io import check_library_path
 from ..model import BioMrcConfig
 from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder, written_format_problem
@@ -85,16 +87,18 @@ class OnnxModel:
         config is built from it, not read again."""
         model_dir = Path(model_dir)
         require("onnxruntime", "running an ONNX model", str(model_dir))
-        check_export_marker(model_dir)
+        marker = check_export_marker(model_dir)
         if checked is None:
             checked = check_model_folder(model_dir, onnx=True)
         config = BioMrcConfig.from_dict(checked)
         try:
-            return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
+            model = cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
         except ModelFormatError:
             raise
         except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types (Fail, InvalidGraph, ...)
             raise unrunnable_graph(model_dir, err) from None
+        warn_changed_source(marker)
+        return model
 
     @classmethod
     def from_file(
@@ -146,6 +150,30 @@ def unrunnable_graph(model_dir: Path, err: Exception) -> ModelFormatError:
     return ModelFormatError(f"{ONNX_FILE}: ONNX Runtime {ort.__version__} cannot run its graph (opset "
                             f"{opsets[0] if opsets else '?'}): export the PyTorch model again at an opset it runs "
                             f"({detail})", str(model_dir))
+
+
+class ExportSourceChangedWarning(InputWarning):
+    """The model an ONNX export was made from has changed in its folder since (tuned in place, or trained again): the
+    export answers with the weights and settings it was made with."""
+
+
+def warn_changed_source(marker: Mapping[str, Any]) -> None:
+    """One :class:`ExportSourceChangedWarning` where the export's ``marker`` names the local folder it was made from (by
+    its full path, with its ``source_digest``; a hub id has none) and the files that folder's answers depend on
+    (:func:`~bio_mrc.encoders.answering_digest`) differ from those exported. A source gone (moved away, or the export
+    copied to another machine) is not said: nothing is known of it."""
+    source, exported = marker.get("source"), marker.get("source_digest")
+    if not (isinstance(source, str) and isinstance(exported, str) and os.path.isabs(source)):
+        return
+    try:
+        now = answering_digest(source)
+    except OSError:  # a file of it unreadable, or gone while read (the source being written): nothing to compare
+        return
+    if now is not None and now != exported:
+        warnings.warn(ExportSourceChangedWarning(
+            f"the model this export was made from ({source}) has changed since it was exported (tuned or trained again): "
+            "the export answers with the weights and settings of its export; export it again to answer with the model "
+            "as it is now"), stacklevel=3)
 
 
 def check_export_marker(model_dir: Path) -> dict[str, Any]:
