@@ -73,15 +73,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def tokenizer_folder(folder: Path) -> Path:
-    from transformers import BertTokenizerFast
-
-    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", *(f"w{i}" for i in range(500))]
-    (folder / "vocab.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
-    BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(str(folder))
-    return folder
-
-
 def measure(folder: Path, way: str, chars: int, questions: int) -> dict:
     result = subprocess.run([sys.executable, "-c", CHILD, str(folder), way, str(chars), str(questions)], capture_output=True,
                             text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -93,7 +84,7 @@ def measure(folder: Path, way: str, chars: int, questions: int) -> dict:
 def main(args: argparse.Namespace) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        tokenizer = tokenizer_folder(Path(folder))
+        tokenizer = _common.word_tokenizer_folder(Path(folder))
         for chars in args.chars:
             runs = {name: measure(tokenizer, way, chars, args.questions) for name, way in WAYS.items()}  # one after the other
             if len({(run["windows"], run["digest"]) for run in runs.values()}) != 1:
