@@ -29,7 +29,7 @@ from .errors import ConfigError, OutputError, argument, as_keywords
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_writers", "atomic_move_files", "replace_all",
-           "fsync_dir", "file_sha256", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
+           "fsync_dir", "file_sha256", "remove_temporaries_of", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "sole_process_in", "written_alone", "FolderBusyError",
            "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
@@ -294,6 +294,15 @@ def is_temporary_of(name: str, target: str) -> bool:
     """Whether ``name`` is the temporary file an atomic write of ``target`` (a name in the same folder) makes, as
     :func:`_staged_binary` names it: what a process killed while writing ``target`` leaves."""
     return re.fullmatch(rf"\.{re.escape(target)}\.\d+\.[0-9a-f]{{8}}\.tmp", name) is not None
+
+
+def remove_temporaries_of(folder: str | Path, targets: Iterable[str]) -> None:
+    """Remove from ``folder`` the temporary files a process killed while it wrote one of ``targets`` (names in it) left
+    (plain files alone, never through a link)."""
+    folder, targets = Path(folder), list(targets)
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if any(is_temporary_of(path.name, target) for target in targets) and path.is_file() and not path.is_symlink():
+            remove_file(path, folder)
 
 
 @contextlib.contextmanager

@@ -46,7 +46,7 @@ from .arguments import MAX_COUNT
 from .config_schema import whole_number
 from .errors import ConfigError, InputWarning, ModelFormatError, argument
 from .evaluation_record import EVAL_FILE
-from .io import is_temporary_of, non_utf8_byte, remove_file, special_file_kind
+from .io import is_temporary_of, non_utf8_byte, remove_file, remove_temporaries_of, special_file_kind
 from .json_syntax import decode_hint, json_value
 from .model_defaults import BIO_LOSS_REDUCTIONS, MODEL_FORMAT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
@@ -117,10 +117,7 @@ def is_model_temporary(name: str) -> bool:
 
 def remove_model_temporaries(folder: str | Path) -> None:
     """Remove from ``folder`` the temporary files of its atomic writes that a kill left (plain files alone)."""
-    folder = Path(folder)
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if is_model_temporary(path.name) and path.is_file() and not path.is_symlink():
-            remove_file(path, folder)
+    remove_temporaries_of(folder, ATOMIC_MODEL_FILES)
 
 
 # The files loading a model or an encoder reads, each a regular file (or a link to one) where present.

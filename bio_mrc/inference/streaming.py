@@ -31,8 +31,8 @@ from ..decoding.postprocess import DecodeConfig, with_saved_settings
 from ..arguments import (checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument,
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
-from ..io import (atomic_write_json, check_file_target, check_outputs_apart, home_expanded, is_temporary_of, open_no_follow,
-                  printable_json, remove_file, sole_writer, writes_named)
+from ..io import (atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow,
+                  printable_json, remove_temporaries_of, sole_writer, writes_named)
 from ..json_syntax import json_value
 from ..encoders import answering_digest
 from ..hub import cached_folder
@@ -379,10 +379,7 @@ def _remove_temporaries(outputs: Sequence[Path]) -> None:
     """The temporary files an earlier run killed while it wrote one of ``outputs`` left beside it: this run writes them
     anew, and the folder ends as an uninterrupted run leaves it."""
     for folder in {path.parent for path in outputs}:
-        names = {path.name for path in outputs if path.parent == folder}
-        for entry in folder.iterdir() if folder.is_dir() else ():
-            if any(is_temporary_of(entry.name, name) for name in names) and entry.is_file() and not entry.is_symlink():
-                remove_file(entry, folder)
+        remove_temporaries_of(folder, [path.name for path in outputs if path.parent == folder])
 
 
 def _claim_record(record_path: Path, wanted: dict, resumes: bool) -> None:
