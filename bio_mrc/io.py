@@ -441,9 +441,16 @@ def fsync_dir(folder: str | Path) -> None:
 SET_MANIFEST = ".files.json"  # in a set's staging folder: the names of the set's files and their SHA-256
 
 
+def set_entries(name: str) -> tuple[str, str, str]:
+    """The names of the set ``name``'s bookkeeping in its folder: the folder the set is written in, the same folder
+    once the set is complete, and the list of the set in place."""
+    return f".{name}-writing", f".{name}-complete", f".{name}-files.json"
+
+
 def _set_folders(folder: Path, name: str) -> tuple[Path, Path, Path]:
-    """The folder a set is written in, the same folder once the set is complete, and the list of the set in place."""
-    return folder / f".{name}-writing", folder / f".{name}-complete", folder / f".{name}-files.json"
+    """:func:`set_entries` in ``folder``."""
+    writing, complete, in_place = (folder / entry for entry in set_entries(name))
+    return writing, complete, in_place
 
 
 @contextlib.contextmanager

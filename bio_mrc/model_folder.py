@@ -100,6 +100,10 @@ MODEL_FILE_NAMES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-?????-of-?????.s
                     "pytorch_model-?????-of-?????.bin", ONNX_FILE, f"{ONNX_FILE}.data", EXPORT_FILE, RUN_FILE,
                     EVAL_FILE, TRAINING_LOG_FILE, "training_args.bin", TOKENIZER_FILE, *TOKENIZER_JSON_FILES,
                     "vocab.txt", "vocab.json", "merges.txt")
+# The folders an export and a conversion write a model in before it moves into their output folder: a killed run's is
+# none of the user's files, so the output folder's emptiness is checked without it.
+EXPORT_STAGING_DIR = ".export-staging"
+CONVERT_STAGING_DIR = ".convert-staging"
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
 FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})

@@ -168,6 +168,55 @@ def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tm
     assert not Path(out).exists()
 
 
+def test_export_and_convert_refuse_their_output_folder_before_torch_loads(tmp_path):
+    """An output inside (or the same as) the model folder, and a folder of other files without --overwrite, were
+    refused once torch and transformers had loaded (5 to 12 s)."""
+    model = saved_model_files(tmp_path / "model")
+    qa = qa_model_files(tmp_path / "qa", "vocab.txt")
+    (qa / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # a header of no tensors
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "kept.txt").write_text("x", encoding="utf-8")
+    (full / ".export-staging").mkdir()  # a killed export's staging folder: no file of the user's
+    result = refused([
+        ["export", "--model", str(model), "--output", str(full)],
+        ["export", "--model", str(model), "--output", str(full), "--format", "transformers"],
+        ["export", "--model", str(model), "--output", str(model / "onnx")],
+        ["export", "--model", str(model), "--output", str(model), "--format", "transformers"],
+        ["convert", "--model", str(qa), "--output", str(full)],
+        ["convert", "--model", str(qa), "--output", str(qa / "converted")],
+    ], tmp_path)
+    not_empty = f"error: the folder is not empty (.export-staging, kept.txt); choose another folder or pass --overwrite (in {full})"
+    inside = "error: this output lies in the model folder {}, which is being read; choose an output outside it (in {})"
+    assert result["lines"] == [
+        [2, f"error: the folder is not empty (kept.txt); choose another folder or pass --overwrite (in {full})"],
+        [2, f"error: the folder is not empty (kept.txt); choose another folder or pass --overwrite (in {full})"],
+        [2, inside.format(model, model / "onnx")],
+        [2, inside.format(model, model)],
+        [2, not_empty],
+        [2, inside.format(qa, qa / "converted")],
+    ]
+    assert result["heavy"] == []
+    assert sorted(p.name for p in full.iterdir()) == [".export-staging", "kept.txt"]
+    assert not (model / "onnx").exists() and not (qa / "converted").exists()
+
+
+def test_compare_refuses_a_folder_of_other_files_before_torch_loads(tmp_path):
+    """compare wrote its comparison into any existing folder; a folder of other files is now refused at once."""
+    config, out = tmp_path / "c.json", tmp_path / "project"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "a"}]}),
+                      encoding="utf-8")
+    out.mkdir()
+    (out / "notes.txt").write_text("x", encoding="utf-8")
+    result = refused([["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]], tmp_path)
+    assert result["lines"] == [[2, "error: the folder holds entries no comparison wrote (notes.txt) and is no earlier comparison's "
+                                   "output folder (one holding .bio_mrc-comparison.json, or a report's .report-files.json): give "
+                                   "--output-dir a new or empty folder, or an earlier comparison's to resume it or add runs to "
+                                   f"it (in {out})"]]
+    assert result["heavy"] == []
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
 def qa_model_files(folder: Path, *names: str) -> Path:
     """A folder holding a transformers BERT QA model's config.json and the files ``names`` (their bytes unread here)."""
     folder.mkdir()

@@ -123,6 +123,23 @@ def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
         np.testing.assert_array_equal(c.f1, first[(c.run, c.decoding)])
 
 
+def test_a_comparison_marks_its_folder_and_resumes_there_beside_the_users_files(comparison):
+    from bio_mrc.harness.comparison_folder import check_comparison_folder
+
+    out = comparison[0]
+    assert json.loads((out / ".bio_mrc-comparison.json").read_text(encoding="utf-8")) == {"written_by": "bio-mrc compare"}
+    notes = out / "notes.txt"
+    notes.write_text("the user's", encoding="utf-8")
+    try:
+        check_comparison_folder(out)  # an earlier comparison's folder: taken, whatever else is kept there
+        (out / ".bio_mrc-comparison.json").rename(out / "mark")
+        check_comparison_folder(out)  # written before folders were marked: its report's list of files tells it
+    finally:
+        notes.unlink()
+        if (out / "mark").exists():
+            (out / "mark").rename(out / ".bio_mrc-comparison.json")
+
+
 def test_a_run_that_only_evaluates_differently_shares_the_model(comparison, tiny_encoder_dir):
     """Same training options and questions under another run name (here: evaluated in bf16): no new model."""
     out, results, _ = comparison

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..errors import ConfigError
-from ..io import check_folder_target, check_library_path
-from ..model_folder import check_convertible, check_exportable
+from ..io import check_folder_free, check_folder_target, check_library_path, check_outputs_apart
+from ..model_folder import CONVERT_STAGING_DIR, EXPORT_STAGING_DIR, check_convertible, check_exportable
 from .options import check_model_at_hand
 
 
@@ -32,6 +33,14 @@ EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  #
 EXPORT_OPTIONS = {"opset": "onnx", "atol": "onnx"}
 
 
+def check_output_folder(args: argparse.Namespace, model_folder: Path | None, staging_dir: str) -> None:
+    """What the writer refuses of ``--output`` once torch has loaded, refused before it loads: a folder inside (or the
+    same as) the model's folder, and one holding files without ``--overwrite`` (its staging folder ``staging_dir``,
+    a killed run's, aside)."""
+    check_outputs_apart([args.output], model_dirs=[model_folder])
+    check_folder_free(Path(args.output), args.overwrite, staging_dir)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     unread = [name for name, owner in EXPORT_OPTIONS.items() if getattr(args, name) is not None and owner != args.format]
     if unread:
@@ -39,7 +48,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError(f"{named} {'is' if one else 'are'} read by the {EXPORT_OPTIONS[unread[0]]} export alone, not by "
                           f"--format {args.format}: leave {'it' if one else 'them'} out")
     check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
-    check_model_at_hand(args.model, args.revision, lambda folder: check_exportable(folder, args.model))  # before torch loads
+    folder = check_model_at_hand(args.model, args.revision, lambda folder: check_exportable(folder, args.model))  # before torch loads
+    check_output_folder(args, folder, EXPORT_STAGING_DIR)
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
     return 0
@@ -47,7 +57,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     check_library_path(check_folder_target(args.output))  # as the conversion checks them, before torch loads
-    check_model_at_hand(args.model, args.revision, lambda folder: check_convertible(folder, args.model))
+    folder = check_model_at_hand(args.model, args.revision, lambda folder: check_convertible(folder, args.model))
+    check_output_folder(args, folder, CONVERT_STAGING_DIR)
     from ..inference.conversion import convert_qa_checkpoint
 
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite, revision=args.revision,

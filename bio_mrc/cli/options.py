@@ -167,17 +167,18 @@ def check_model_names(args: argparse.Namespace) -> None:
 
 
 def check_model_at_hand(name: str, revision: str | None, check: Callable[[Path], object] | None = None,
-                        what: str = "model folder") -> None:
+                        what: str = "model folder") -> Path | None:
     """The model a command reads (``name``: a folder or a hub id) refused before torch loads where its loading would
     refuse it: a missing folder; offline, a hub id the Hugging Face cache lacks; and what ``check`` (one of
     :mod:`bio_mrc.model_folder`'s checks, of the folder) finds, in the loading's words. A hub id the loading may still
-    download is checked as it loads."""
+    download is checked as it loads. Returns the folder at hand (a hub id's cached snapshot), or None."""
     from ..hub import folder_at_hand, named_as_given
 
     folder = folder_at_hand(name, what, revision)
     if folder is not None and check is not None:
         with named_as_given(name, folder):  # a hub id's snapshot named by the id
             check(folder)
+    return folder
 
 
 def check_starting_point(init_from: str | None, encoder: str | None, revision: str | None) -> None:

@@ -155,7 +155,8 @@ def _add_compare_and_extract(add_command) -> None:
                                                           f"or a preset: {', '.join(PRESETS)}")
     compare.add_argument("--data-dir", help="the folder a config's relative data paths are read under (squad-v1.1/, "
                          "squad-v2.0/), needed only for those (default: $BIO_MRC_DATA or ../shared/data)")
-    compare.add_argument("--output-dir", help="default: runs/<config name>")
+    compare.add_argument("--output-dir", help="a new or empty folder, or an earlier comparison's (resumed); "
+                         "default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
     compare.add_argument("--encoder", help="override every run's encoder (a local folder or a Hugging Face hub id)")
     add_device_option(compare, pin=True)

@@ -127,6 +127,7 @@ def _check_starting_points(config, names: list[str]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from ..harness.comparison_folder import check_comparison_folder
     from ..harness.comparison_splits import check_data_dir
     from ..harness.config import PRESETS, load_config
 
@@ -146,6 +147,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     output_dir = check_library_path(check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name))
     # a preset is no file here; an output inside a run's encoder is refused before the encoder is read
     check_outputs_apart([output_dir], [None if args.config in PRESETS else args.config, data_dir], config.model_folders())
+    check_comparison_folder(output_dir)  # a folder of other files (., ~, a project's)
     if args.cells_from is None:  # the runs an earlier report holds are neither trained nor checked
         _check_starting_points(config, [run.name for run in loaded.runs])
     from ..harness.compare import compare, train_models  # each check so far before torch loads

@@ -37,6 +37,7 @@ from ..precision_probe import MatrixShapes
 from ..progress import stage_bar
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
+from .comparison_folder import HARNESS_FOLDERS, REPORT_FILES, REPORT_SET, check_comparison_folder, mark_comparison_folder
 from .config import CompareConfig, DataSpec, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
@@ -120,9 +121,6 @@ def runs_to_train(config: CompareConfig, earlier: EarlierCells | None) -> list[R
     return [run for run in config.runs if not earlier or not all(earlier.holds(run.name, seed) for seed in config.run_seeds(run))]
 
 
-HARNESS_FOLDERS = ("models", "cells", "predictions")  # under the output folder: the harness's own work
-
-
 def check_own_folders(output_dir: Path) -> None:
     """Before any work: none of the harness's folders, nor a model folder in ``models/`` or an entry of ``cells/``
     (a cell's ``.predictions`` folder), is a symbolic link (training or scoring there would delete and write where
@@ -175,13 +173,14 @@ def run_comparison(
     comparison), the models that report holds are neither trained nor scored: their cells are its.
     """
     data_dir, output_dir = Path(data_dir), Path(output_dir)
+    check_comparison_folder(output_dir)
     check_own_folders(output_dir)
     check_outside_models(config, output_dir)
     check_prediction_files(config, output_dir)
     splits, earlier = _checked_sources_and_splits(config, data_dir, output_dir / "models", cells_from)
     check_held_out_questions(config, splits)  # its init_from models found: every stage they trained on
     check_run_trainings(runs_to_train(config, earlier), config.runs, output_dir / "models", config.checkpoint_steps, splits.tune)
-    output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
+    mark_comparison_folder(output_dir)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
     reused: list[tuple[str, int]] = []
@@ -218,12 +217,14 @@ def train_models(
     """Train every model of the comparison (reusing finished ones, resuming interrupted ones) and score
     nothing: the long part of a comparison, in as many sittings as it takes; ``compare`` then scores.
     Models whose cells ``cells_from`` holds are not trained."""
+    check_comparison_folder(output_dir)
     check_own_folders(Path(output_dir))
     check_outside_models(config, Path(output_dir))
     models_dir = Path(output_dir) / "models"
     splits, earlier = _checked_sources_and_splits(config, Path(data_dir), models_dir, cells_from)
     check_held_out_questions(config, splits)
     check_run_trainings(runs_to_train(config, earlier), config.runs, models_dir, config.checkpoint_steps, splits.tune)
+    mark_comparison_folder(Path(output_dir))
     trained = []
     for run in config.runs:
         for seed in config.run_seeds(run):
@@ -415,8 +416,9 @@ def compare(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
 ) -> tuple[ComparisonResults, Summary]:
     """Run the comparison and write its report; returns (results, summary)."""
-    from .report import REPORT_FILES, REPORT_SET, token_counts, write_report
+    from .report import token_counts, write_report
 
+    check_comparison_folder(output_dir)  # a folder of the user's other files, before its report set is touched
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     check_set_files(output_dir, REPORT_SET, REPORT_FILES)  # a report.md of the user's is refused before any work
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)

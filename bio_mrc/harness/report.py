@@ -16,6 +16,7 @@ from ..markdown_code import code_span
 from ..model_folder import non_finite_as, transformers_float
 from ..plurals import counted, number_form
 from ..types import Example
+from .comparison_folder import REPORT_SET
 from .data_sets import data_set_lines
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
@@ -418,8 +419,6 @@ SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_
             _tag_table, _calibration_section, _selective_section, _breakdown_sections, _training_loss_section, _figure_sections,
             _configuration_section)
 
-REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
-REPORT_FILES = ("report.json", "report.md", "report.html")  # the set's files of every comparison (the plots vary)
 
 
 def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> Summary:

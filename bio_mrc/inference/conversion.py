@@ -18,14 +18,13 @@ from ..io import (atomic_write_json, check_folder_free, check_folder_target, che
 from ..model_defaults import QA_WINDOWS
 from ..model_records import RUN_FILE
 from ..model_card import clear_model_card, write_exported_card, write_model_card
-from ..model_folder import check_bidirectional, qa_model_architecture, remove_replaced_model_files
+from ..model_folder import CONVERT_STAGING_DIR, EXPORT_STAGING_DIR, check_bidirectional, qa_model_architecture, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
 from ..qa_checkpoints import (QA_HEADS, check_qa_windows, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
 from .loading import TrainedModel, check_pytorch_model
 
-STAGING_DIR = ".convert-staging"
-EXPORT_STAGING_DIR = ".export-staging"
+STAGING_DIR = CONVERT_STAGING_DIR
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from ..io import (atomic_write_json, atomic_write_text, check_folder_free, check
                   staged_folder, written_alone)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
-from ..model_folder import remove_replaced_model_files
+from ..model_folder import EXPORT_STAGING_DIR, remove_replaced_model_files
 from ..progress import progress_note
 from .loading import TrainedModel, check_pytorch_model
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
@@ -53,7 +53,7 @@ DEFAULT_OPSET = 18
 MIN_OPSET = 7  # the oldest opset ONNX Runtime runs; the newest is the installed onnx's
 TOLERANCE = 1e-4  # the largest logit difference from PyTorch an export may have
 EXTERNAL_DATA_BYTES = 1_500_000_000  # weights above this go to model.onnx.data (one protobuf holds < 2 GB)
-STAGING_DIR = ".export-staging"
+STAGING_DIR = EXPORT_STAGING_DIR
 
 
 @dataclass(frozen=True)
