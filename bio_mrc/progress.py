@@ -95,13 +95,27 @@ class WindowBars:
 @contextmanager
 def window_bars(questions: int, shown: bool) -> Iterator[WindowBars]:
     """One bar a stage over ``questions`` questions, on standard error where ``shown`` (library calls stay quiet)."""
-    with tqdm(total=questions, desc="windows", unit="question", disable=not shown) as windows:
-        bars = WindowBars(windows, shown)
-        try:
-            yield bars
-        finally:
-            if bars.inference is not None:
-                bars.inference.close()
+    with tqdm(total=questions, desc="windows", unit="question", disable=not shown) as windows, _closing(WindowBars(windows, shown)) as bars:
+        yield bars
+
+
+@contextmanager
+def inference_bar(shown: bool) -> Iterator[WindowBars]:
+    """The inference bar alone, a step a forward pass, on standard error where ``shown``: for a stream whose own bar
+    counts its questions answered (``bio-mrc predict``), so a slice of long contexts shows its windows run as they
+    run; the questions cut go uncounted."""
+    with tqdm(disable=True) as uncounted, _closing(WindowBars(uncounted, shown)) as bars:
+        yield bars
+
+
+@contextmanager
+def _closing(bars: WindowBars) -> Iterator[WindowBars]:
+    """``bars``, their inference bar closed at the end of the block where one was opened."""
+    try:
+        yield bars
+    finally:
+        if bars.inference is not None:
+            bars.inference.close()
 
 
 # The question bar open in this context: the chunk loops of a stage advance it without each being handed it (a
@@ -120,6 +134,28 @@ def question_bar(description: str, questions: int, shown: bool) -> Iterator[None
             yield
         finally:
             _QUESTION_BAR.reset(token)
+
+
+# The window bars of a stream open in this context: its chunks' slices run their windows under them unhanded.
+_WINDOW_BARS: ContextVar[WindowBars | None] = ContextVar("bio_mrc_window_bars", default=None)
+
+
+@contextmanager
+def stream_bars(questions: tqdm | None, windows: WindowBars | None) -> Iterator[None]:
+    """Inside the block, the bars of a stream answered a chunk at a time, its caller's (``bio-mrc predict``'s):
+    :func:`questions_done` advances ``questions`` and :func:`open_window_bars` gives ``windows`` (None: no bar), so each
+    chunk moves them a slice and a forward pass at a time without being handed them."""
+    questions_token, windows_token = _QUESTION_BAR.set(questions), _WINDOW_BARS.set(windows)
+    try:
+        yield
+    finally:
+        _WINDOW_BARS.reset(windows_token)
+        _QUESTION_BAR.reset(questions_token)
+
+
+def open_window_bars() -> WindowBars | None:
+    """The window bars of the open :func:`stream_bars` block (none open: None)."""
+    return _WINDOW_BARS.get()
 
 
 def questions_planned(questions: int) -> None:

@@ -13,11 +13,12 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.features.config import FeatureConfig, estimated_windows
 from bio_mrc.inference import AnswerExtractor, StreamPlan, defaults
 from bio_mrc.inference.extract import window_slices
-from bio_mrc.inference.streaming import chunk_lines
+from bio_mrc.features import pair_windows
+from bio_mrc.inference.streaming import chunk_lines, predict_to_files
 from bio_mrc.types import Example
 
 from .conftest import SAMPLE_V1
-from .test_extract import assert_same_answers
+from .test_extract import assert_same_answers, windows_asked
 from .test_long_contexts import LONG_CONTEXT
 
 QUESTIONS = ["What were the Normans famed for?", "Who ruled Normandy?", "What was Norman French?", "When did Rollo rule?",
@@ -139,3 +140,79 @@ def test_squad_sized_chunks_run_whole_as_before(trained_dir, monkeypatch):
     monkeypatch.setattr(extractor.trained, "windows", lambda chunk, **options: asked.append(len(chunk)) or windows(chunk, **options))
     extractor([e.question for e in examples], [e.context for e in examples])
     assert asked == [len(examples)]  # one chunk, one forward call over all its windows: today's batches
+
+
+def contexts_tokenized(monkeypatch) -> list[str]:
+    """Each long context tokenized alone from now on, once a time it is tokenized (a tokenizer's probes left out)."""
+    tokenized, tokens_of = [], pair_windows._tokens_of
+
+    def counted(tokenizer, texts):
+        tokenized.extend(text for text in texts if text.startswith(LONG_CONTEXT))
+        return tokens_of(tokenizer, texts)
+
+    monkeypatch.setattr(pair_windows, "_tokens_of", counted)
+    return tokenized
+
+
+def test_a_context_shared_by_a_chunks_slices_is_tokenized_once(trained_dir, monkeypatch):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding="joint")
+    trained, plan = extractor.trained, StreamPlan(("span", "joint"))
+    chunk = [Example(f"q{k}", q, LONG_CONTEXT, None) for k, q in enumerate(QUESTIONS)]
+    documents = [LONG_CONTEXT, LONG_CONTEXT + " Rollo.", LONG_CONTEXT, LONG_CONTEXT + " Rollo.", LONG_CONTEXT]
+    whole = [chunk_lines(trained, chunk, plan), extractor(QUESTIONS, LONG_CONTEXT), extractor(QUESTIONS[1], documents, top_k=3)]
+    two_questions_a_slice(monkeypatch, trained)
+    asked, tokenized = windows_asked(monkeypatch, trained), contexts_tokenized(monkeypatch)
+    assert chunk_lines(trained, chunk, plan) == whole[0]
+    assert tokenized == [LONG_CONTEXT]  # once for the chunk's three slices, not once a slice
+    assert extractor(QUESTIONS, LONG_CONTEXT) == whole[1]
+    assert extractor(QUESTIONS[1], documents, top_k=3) == whole[2]
+    assert asked == [2, 2, 1] * 3
+    # the documents' slices [long, long'] [long, long'] [long]: each context tokenized once, as its slice held it
+    assert tokenized == [LONG_CONTEXT] * 3 + [LONG_CONTEXT + " Rollo."]
+
+
+@pytest.fixture
+def bar_updates(monkeypatch) -> list[tuple[str, int]]:
+    """(description, count) of every step of a bar shown from now on."""
+    import tqdm.std
+
+    updates, update = [], tqdm.std.tqdm.update
+
+    def recording_update(bar, n=1):
+        if not bar.disable:
+            updates.append((bar.desc.rstrip(": "), n))
+        return update(bar, n)
+
+    monkeypatch.setattr(tqdm.std.tqdm, "update", recording_update)
+    return updates
+
+
+def test_predicts_bars_move_a_slice_and_a_batch_of_windows_at_a_time(trained_dir, monkeypatch, tmp_path, bar_updates):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu")
+    trained, plan = extractor.trained, StreamPlan(("joint",), batch_size=16)
+    chunk = [Example(f"q{k}", q, LONG_CONTEXT, None) for k, q in enumerate(QUESTIONS)]
+    windows = [len(trained.windows(chunk[k : k + 2]).example_index) for k in (0, 2, 4)]  # each slice's
+    two_questions_a_slice(monkeypatch, trained)
+    predict_to_files(trained, chunk, plan, tmp_path / "quiet.json")
+    assert bar_updates == []  # library calls stay quiet
+    predict_to_files(trained, chunk, plan, tmp_path / "shown.json", progress=True)
+    assert [n for desc, n in bar_updates if desc == "questions"] == [2, 2, 1]  # a slice at a time, not the chunk at once
+    inference = [n for desc, n in bar_updates if desc == "inference"]
+    assert len(inference) == sum(math.ceil(n / 16) for n in windows) and sum(inference) == sum(windows)  # a forward pass each
+    assert {desc for desc, _ in bar_updates} == {"questions", "inference"}
+    assert (tmp_path / "shown.json").read_text() == (tmp_path / "quiet.json").read_text()
+
+
+def test_a_resumed_predicts_question_bar_counts_the_answered_chunks_whole_and_the_rest_a_slice_at_a_time(
+        trained_dir, monkeypatch, tmp_path, bar_updates):
+    trained = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu").trained
+    plan = StreamPlan(("joint",), chunk_size=2)
+    chunk = [Example(f"q{k}", q, LONG_CONTEXT, None) for k, q in enumerate(QUESTIONS)]
+    monkeypatch.setattr(defaults, "SLICE_WINDOWS", estimated_windows(len(LONG_CONTEXT), trained.features), raising=False)
+    predict_to_files(trained, chunk, plan, tmp_path / "p.json")
+    stream = tmp_path / "p.answers.jsonl"
+    whole = stream.read_bytes()
+    stream.write_bytes(b"".join(whole.splitlines(keepends=True)[:3]))  # the first chunk whole, a line of the second
+    predict_to_files(trained, chunk, plan, tmp_path / "p.json", resume=True, progress=True)
+    assert stream.read_bytes() == whole
+    assert [n for desc, n in bar_updates if desc == "questions"] == [2, 1, 1, 1]  # the answered chunk, then each slice

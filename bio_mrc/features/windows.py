@@ -226,14 +226,16 @@ def _batch_table(examples: Sequence[Example], rows: Sequence[int], tokenizer: Pr
 
 
 def windows_in_memory(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig,
-                      batch_size: int | None = None, advance: Callable[[int], None] | None = None) -> Dataset:
+                      batch_size: int | None = None, advance: Callable[[int], None] | None = None,
+                      alone: ContextsAlone | None = None) -> Dataset:
     """The windows :func:`build_features` builds without targets or a cache, each batch's Arrow table kept as it is
     built: ``Dataset.map`` writes every table into one growing in-memory stream and reads the dataset back from it,
-    which held two to three copies of a long context's windows at once."""
+    which held two to three copies of a long context's windows at once. ``alone``: the contexts an earlier call tokenized
+    alone, kept for this one (a chunk's slices share one; None: kept from batch to batch of this call alone)."""
     if not examples:  # no batch: the empty dataset map gives
         return build_features(examples, tokenizer, config, with_targets=False, batch_size=batch_size, advance=advance)
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
-    alone = ContextsAlone()  # a context the next batch's questions ask too is tokenized once
+    alone = ContextsAlone() if alone is None else alone  # a context the next batch's questions ask too is tokenized once
     tables = [_batch_table(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance, alone)
               for begin in range(0, len(examples), batch_size)]
     return Dataset(pa.concat_tables(tables), fingerprint=_examples_digest(examples).hexdigest()[:20])

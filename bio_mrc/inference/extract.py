@@ -19,6 +19,7 @@ from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
 from ..features.config import FeatureConfig, estimated_windows
+from ..features.pair_windows import ContextsAlone
 from ..decoding.window_outputs import WindowOutputs, check_examples_of, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
@@ -308,10 +309,10 @@ class AnswerExtractor:
         self.checked_decodings([self.decoding if decoding is None else decoding])  # refused before the forward pass
         top_k = check_top_k(top_k, multi_span)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
-        predictions = []
+        predictions, alone = [], ContextsAlone()  # a context consecutive slices share, tokenized once
         with window_bars(len(examples), self.progress) as bars:  # one bar a stage over the whole list, not one a chunk
             for asked in self.slices(examples):  # one slice's windows held at a time
-                predictions += self._answered(asked, bars, multi_span, decoding, require_answer, n_best)
+                predictions += self._answered(asked, bars, alone, multi_span, decoding, require_answer, n_best)
         if not multi_span:
             for p in predictions:
                 p.spans = p.spans[: top_k or 1]
@@ -323,10 +324,11 @@ class AnswerExtractor:
         for chunk in question_chunks(examples, self.chunk_size):
             yield from window_slices(chunk, self.trained.features)
 
-    def _answered(self, asked: Sequence[Example], bars: WindowBars, multi_span: bool, decoding: str | None,
-                  require_answer: bool | None, n_best: int | None) -> list[Prediction]:
-        """One slice's questions run and decoded; their windows go when this returns."""
-        outputs = self.trained.windows(asked, batch_size=self.batch_size, bars=bars)
+    def _answered(self, asked: Sequence[Example], bars: WindowBars, alone: ContextsAlone, multi_span: bool,
+                  decoding: str | None, require_answer: bool | None, n_best: int | None) -> list[Prediction]:
+        """One slice's questions run and decoded; their windows go when this returns (``alone`` keeps the last batch's
+        contexts tokenized alone, for the next slice)."""
+        outputs = self.trained.windows(asked, batch_size=self.batch_size, bars=bars, alone=alone)
         return self.predict(outputs, asked, multi_span, decoding, require_answer=require_answer, n_best=n_best)
 
     def answer_documents(
@@ -355,15 +357,15 @@ class AnswerExtractor:
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.asked(question, list(documents))
         decoding = self.checked_decodings([self.decoding if decoding is None else decoding])[0]  # refused before the forward pass
-        ranking = DocumentRanking(top_k, multi_span)
+        ranking, alone = DocumentRanking(top_k, multi_span), ContextsAlone()  # a document two slices share, tokenized once
         n_best = max(top_k or 1, self.decode_config.n_best) if not multi_span else self.decode_config.n_best
         with window_bars(len(examples), self.progress) as bars:  # one bar a stage over every document
             for asked in self.slices(examples):  # one slice's windows held at a time
-                self._rank_chunk(ranking, list(asked), decoding, n_best, require_answer, bars)
+                self._rank_chunk(ranking, list(asked), decoding, n_best, require_answer, bars, alone)
         return ranking.ranked(question, names)
 
     def _rank_chunk(self, ranking: DocumentRanking, documents: list[Example], decoding: str, n_best: int,
-                    require_answer: bool | None, bars: WindowBars) -> None:
+                    require_answer: bool | None, bars: WindowBars, alone: ContextsAlone) -> None:
         """Run and decode one chunk of documents into ``ranking`` (with its ``multi_span``, each document's
         multi-span answer too, scored by its single n-best); their windows go when this returns."""
         single_require = None if ranking.multi_span else require_answer
@@ -374,8 +376,8 @@ class AnswerExtractor:
         def several(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
             return self.predict(windows, asked, True, decoding, require_answer=require_answer, n_best=n_best)
 
-        rank_chunk(ranking, self.trained.windows(documents, batch_size=self.batch_size, bars=bars), documents, decoding,
-                   decoded, several)
+        outputs = self.trained.windows(documents, batch_size=self.batch_size, bars=bars, alone=alone)
+        rank_chunk(ranking, outputs, documents, decoding, decoded, several)
 
 
 # require_answer=False leaves a multi-span BIO answer without spans where the likeliest tag sequence is all O;

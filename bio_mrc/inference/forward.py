@@ -20,6 +20,7 @@ from transformers import PreTrainedTokenizerBase
 from .. import registry
 from ..decoding.window_outputs import WindowOutputs
 from ..features.long_questions import note_long_questions
+from ..features.pair_windows import ContextsAlone
 from ..features.question_columns import ENCODER_INPUTS
 from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, windows_in_memory
@@ -161,18 +162,20 @@ def predict_windows(
     precision: str | None = None,
     bars: WindowBars | None = None,
     data_name: str | None = None,
+    alone: ContextsAlone | None = None,
 ) -> WindowOutputs:
     """Tokenize ``examples`` into windows and run the model (or runner) over them. ``bars`` count the questions cut
     and the windows run (None: bars of the call's own, shown with ``progress``): a list answered in chunks passes
     the same bars to each chunk's call, so they run once over the whole list. With ``data_name`` (the file the
-    questions were read from), those cut to ``max_query_length`` are said in one ``LongQuestionsNote`` naming it."""
+    questions were read from), those cut to ``max_query_length`` are said in one ``LongQuestionsNote`` naming it.
+    ``alone``: the contexts tokenized alone that a caller keeps from call to call (a chunk's slices over one context)."""
     if not examples:  # no window to cut or run: the tokenizer and the dataset have no columns for none
         return no_windows(model.heads)
     with contextlib.ExitStack() as held:
         if bars is None:
             bars = held.enter_context(window_bars(len(examples), progress))
         with progress_bars(False):  # the windows bar counts the questions, in place of datasets' own bar
-            features = windows_in_memory(examples, tokenizer, feature_config, advance=bars.windows.update)
+            features = windows_in_memory(examples, tokenizer, feature_config, advance=bars.windows.update, alone=alone)
         if data_name is not None:
             note_long_questions(features, examples, feature_config.max_query_length, data_name)
         inference = bars.cut(len(features))

@@ -18,6 +18,7 @@ from ..decoding.postprocess import DecodeConfig, available_decodings, with_saved
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError, a_type
+from ..features.pair_windows import ContextsAlone
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import (BACKENDS, WEIGHT_FILES, check_model_dir, check_model_folder, check_pytorch_folder,  # noqa: F401 (by name)
@@ -170,20 +171,24 @@ class TrainedModel:
         return GPU_INFERENCE_BATCH_SIZE if getattr(device, "type", None) == "cuda" else INFERENCE_BATCH_SIZE
 
     def windows(self, examples: Sequence[Example], batch_size: int | None = None, progress: bool = False,
-                bars: WindowBars | None = None, data_name: str | None = None) -> WindowOutputs:
+                bars: WindowBars | None = None, data_name: str | None = None, *,
+                alone: ContextsAlone | None = None) -> WindowOutputs:
         """Every window's outputs, ``batch_size`` windows a forward pass (default: :attr:`batch_size`); scores no
         decoding can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question.
         ``progress`` shows a bar for the questions cut into windows and one for the windows run; ``bars``
         (:func:`bio_mrc.progress.window_bars`) are bars a caller holds over several calls, one chunk of a list each.
         With ``data_name`` (the file ``examples`` were read from), the questions of more tokens than ``max_query_length``,
         read as their first tokens, are said in one
-        :class:`~bio_mrc.features.long_questions.LongQuestionsNote` naming it."""
+        :class:`~bio_mrc.features.long_questions.LongQuestionsNote` naming it. ``alone``
+        (:class:`~bio_mrc.features.pair_windows.ContextsAlone`): the contexts tokenized alone, kept by a caller from call
+        to call, so a context the slices of a chunk share is tokenized once (None: once a call)."""
         examples = check_examples(examples, "TrainedModel.windows")
         instance_argument(data_name, str, "data_name", "TrainedModel.windows", optional=True)
+        instance_argument(alone, ContextsAlone, "alone", "TrainedModel.windows", optional=True)
         precision = self.precision if self.backend == "torch" else None
         batch_size = self.batch_size if batch_size is None else check_batch_size(batch_size)  # 0 or -1 ran no window
         outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size,
-                                  progress, precision, bars, data_name)
+                                  progress, precision, bars, data_name, alone)
         check_finite_scores(outputs, examples, self.name or self.path)
         return outputs
 

@@ -37,6 +37,8 @@ from ..json_syntax import json_value
 from ..encoders import answering_digest
 from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
+from ..features.pair_windows import ContextsAlone
+from ..progress import WindowBars, inference_bar, open_window_bars, questions_done, stream_bars
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
@@ -161,7 +163,9 @@ def check_resumed_options(output: str | Path, given: dict) -> None:
 
 
 def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:
-    """The answer lines of one chunk of questions: for each question, one per decoding."""
+    """The answer lines of one chunk of questions: for each question, one per decoding. Inside a
+    :func:`~bio_mrc.progress.stream_bars` block, its question bar advances as each slice is answered and its window bars
+    count the windows run."""
     if not chunk:
         return []
     warn_long_questions(trained, chunk, lambda position: f"question {chunk[position].id!r}")
@@ -169,16 +173,19 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     extractor = AnswerExtractor(trained, multi_span=plan.multi_span, decode_config=plan.config,
                                 min_span_probability=plan.min_span_probability, batch_size=plan.batch_size)
     decoded: list[list] = [[] for _ in plan.decodings]
+    alone, bars = ContextsAlone(), open_window_bars()  # a context consecutive slices share is tokenized once
     for asked in window_slices(chunk, trained.features):  # one slice's windows held at a time
-        for rows, predictions in zip(decoded, _slice_answers(extractor, asked, plan)):
+        for rows, predictions in zip(decoded, _slice_answers(extractor, asked, plan, alone, bars)):
             rows += predictions
+        questions_done(len(asked))
     return [printable_json(answer_record(predictions[row], decoding, plan.multi_span)) + "\n"
             for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
 
 
-def _slice_answers(extractor: AnswerExtractor, asked: Sequence[Example], plan: StreamPlan) -> list[list]:
+def _slice_answers(extractor: AnswerExtractor, asked: Sequence[Example], plan: StreamPlan, alone: ContextsAlone,
+                   bars: WindowBars | None) -> list[list]:
     """One slice of a chunk run and decoded with each of the plan's decodings; its windows go when this returns."""
-    outputs = extractor.trained.windows(asked, batch_size=plan.batch_size, progress=False)
+    outputs = extractor.trained.windows(asked, batch_size=plan.batch_size, progress=False, bars=bars, alone=alone)
     return extractor.predict_each(outputs, asked, plan.decodings)
 
 
@@ -190,25 +197,27 @@ def chunked(items: Iterable, size: int) -> Iterator[list]:
 
 def stream_answers(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, sink: TextIO | None,
-    shard: Shard = SINGLE_PROCESS, done: Sequence[str] = (), bar: tqdm | None = None,
+    shard: Shard = SINGLE_PROCESS, done: Sequence[str] = (), bar: tqdm | None = None, bars: WindowBars | None = None,
 ) -> None:
     """Answer ``questions`` chunk by chunk into ``sink`` (rank 0's; other ranks pass None), each chunk flushed
     as it is written. ``done``: the ids of the leading whole chunks already in the sink (see :func:`resume_point`);
-    they are skipped, once checked to be these questions."""
+    they are skipped, once checked to be these questions. ``bar`` counts the questions answered, this rank's a slice at
+    a time, the others' as they are written; ``bars`` count the windows this rank runs."""
     done_chunks, seen = len(done) // plan.chunk_size, 0
-    for round_ in chunked(enumerate(chunked(questions, plan.chunk_size)), shard.world):
-        seen += len(round_)
-        index, mine = round_[shard.rank] if shard.rank < len(round_) else (done_chunks, [])
-        gathered = shard.gather(chunk_lines(trained, mine, plan) if index >= done_chunks else [])
-        if not shard.writes:
-            continue
-        for (index, chunk), lines in zip(round_, gathered):
-            if index < done_chunks:
-                _check_answered(chunk, done[index * plan.chunk_size : (index + 1) * plan.chunk_size])
-            sink.write("".join(lines))
-            if bar is not None:
-                bar.update(len(chunk))
-        sink.flush()
+    with stream_bars(bar, bars):
+        for round_ in chunked(enumerate(chunked(questions, plan.chunk_size)), shard.world):
+            seen += len(round_)
+            own, mine = round_[shard.rank] if shard.rank < len(round_) else (done_chunks, [])
+            gathered = shard.gather(chunk_lines(trained, mine, plan) if own >= done_chunks else [])
+            if not shard.writes:
+                continue
+            for (index, chunk), lines in zip(round_, gathered):
+                if index < done_chunks:
+                    _check_answered(chunk, done[index * plan.chunk_size : (index + 1) * plan.chunk_size])
+                sink.write("".join(lines))
+                if index != own or index < done_chunks:  # this rank's own chunk counted itself, a slice at a time
+                    questions_done(len(chunk))
+            sink.flush()
     if seen < done_chunks:
         _check_answered([], done[seen * plan.chunk_size :])
 
@@ -399,8 +408,9 @@ def _predict_into(
     # a full disk while the stream grows is one line naming its folder; the lines written stay for --resume
     with writes_named(stream.parent) if stream is not None else contextlib.nullcontext():
         try:
-            with tqdm(total=total, desc="questions", unit="question", disable=not (progress and shard.writes)) as bar:
-                stream_answers(trained, questions, plan, sink, shard, done, bar)
+            shown = progress and shard.writes
+            with tqdm(total=total, desc="questions", unit="question", disable=not shown) as bar, inference_bar(shown) as bars:
+                stream_answers(trained, questions, plan, sink, shard, done, bar, bars)
         finally:
             if sink is not None and sink is not sys.stdout:
                 sink.close()
