@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bio_mrc.serving import answering as answering_module
-from bio_mrc.serving.answering import Question
+from bio_mrc.serving.answering import Question, answer_batch
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.batching import DynamicBatcher, SharedWorker
 from bio_mrc.serving.config import ServeConfig
@@ -460,6 +460,66 @@ def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, 
     assert passes == [[("Who built forts?", 2)], [(GOOD["question"], 1)]]  # of more than ten windows, two ran
     assert_same_answer(answer, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
 
+
+
+def test_a_long_questions_decoding_does_not_hold_back_a_short_question(extractor, monkeypatch):  # noqa: F811
+    """Decoding a question of many windows (seconds, for a context of millions of characters) ran on the thread that
+    reads questions and runs every forward pass: a short question asked meanwhile waited for all of it. It is answered
+    while that decoding still runs, and both answers are the extractor's."""
+    decoding, release, decoded, real = threading.Event(), threading.Event(), threading.Event(), extractor.predict
+
+    def held(outputs, examples, *args, **kwargs):
+        if examples[0].context == MANY_WINDOWS:
+            decoding.set()
+            release.wait(10)  # released once the short answer is in, or the test has failed
+            decoded.set()
+        return real(outputs, examples, *args, **kwargs)
+
+    monkeypatch.setattr(extractor, "predict", held)
+    long, short = ("Who built forts?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
+        await scheduler.start()
+        try:
+            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, *long), "greedy"))
+            while not decoding.is_set():
+                await asyncio.sleep(0.01)
+            polite = await scheduler.answer(question(extractor, *short), "polite")
+            still_decoding = not decoded.is_set()
+            release.set()
+            return await greedy, polite, still_decoding
+        finally:
+            release.set()
+            await scheduler.stop()
+
+    (got_long,), (got_short,), still_decoding = asyncio.run(main())
+    assert still_decoding
+    assert_same_answer(got_long, extractor(*long, decoding="joint"))
+    assert_same_answer(got_short, extractor(*short, decoding="joint"))
+
+
+@pytest.mark.parametrize("options", [{"top_k": 3}, {"multi_span": True}])
+def test_one_question_over_documents_is_decoded_a_document_at_a_time(extractor, monkeypatch, options):  # noqa: F811
+    """Every document was decoded in one call, its memory that of all of them at once (gigabytes, for a few
+    documents of millions of characters), where the extractor decodes a slice of them at a time. The ranked
+    answers are the extractor's."""
+    documents = ["The Normans came from Normandy.", MANY_WINDOWS, "Newton wrote a book in Cambridge."]
+    asked, real = [], extractor.predict
+
+    def counted(outputs, examples, *args, **kwargs):
+        asked.append(len({example.context for example in examples}))  # the documents whose windows it decodes
+        return real(outputs, examples, *args, **kwargs)
+
+    examples, _ = extractor.examples("Who built forts?", documents)
+    monkeypatch.setattr(extractor, "predict", counted)
+    top_k = options.get("top_k")
+    (served,) = answer_batch(extractor, [Question(examples, "joint", options.get("multi_span", False), top_k, True)])
+    monkeypatch.undo()
+    assert asked and set(asked) == {1}
+    want = extractor("Who built forts?", documents, decoding="joint", **options)
+    assert [(a.document, a.text, a.start) for a in served[0].answers] == [(a.document, a.text, a.start) for a in want.answers]
+    assert [a.score for a in served[0].answers] == pytest.approx([a.score for a in want.answers])
 
 SHORT_QUESTIONS = [("Who wrote it?", "Newton wrote it."), ("What did Newton write?", "Newton wrote a book."),
                    ("Where was he?", "He lived in Cambridge."), ("When?", "It was 1687."), ("Who?", "Halley paid.")]

@@ -9,9 +9,10 @@ into chunks (up to the last bits of a float: a window padded beside a longer one
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -41,11 +42,12 @@ def featurize(trained: TrainedModel, questions: Sequence[Question], read: Column
     return question_windows(trained, [question.examples for question in questions], questions, read)
 
 
-def forward(extractor: AnswerExtractor, runner: WindowRunner, chunks: Sequence[Chunk]) -> list[list | None]:
+def forward(extractor: AnswerExtractor, runner: WindowRunner, chunks: Sequence[Chunk], longest: float = math.inf) -> list[list | None]:
     """Run the chunks' windows; each chunk's result is its question's answers once all its windows are filled
-    (decoded here, once per question), else None."""
+    (decoded here, once per question, where it has at most ``longest`` windows), else None."""
     run_chunks(runner, chunks, extractor.trained.tokenizer.pad_token_id or 0, extractor.batch_size)
-    complete = list({id(chunk.windows): chunk.windows for chunk in chunks if chunk.windows.complete}.values())
+    complete = list({id(chunk.windows): chunk.windows for chunk in chunks
+                     if chunk.windows.complete and len(chunk.windows) <= longest}.values())
     answers = dict(zip(map(id, complete), decode(extractor, complete)))
     return [answers.get(id(chunk.windows)) for chunk in chunks]
 
@@ -61,7 +63,8 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
     groups: dict[tuple[str, bool, int], list[int]] = defaultdict(list)
     for question, begin, end in zip(questions, bounds, bounds[1:]):
         request = question.request
-        groups[request.decoding, request.multi_span, n_best(extractor, request)].extend(range(begin, end))
+        if not request.documents:  # those are decoded a document at a time, below
+            groups[request.decoding, request.multi_span, n_best(extractor, request)].extend(range(begin, end))
     predictions: list[Prediction] = [None] * len(examples)  # type: ignore[list-item]  (each filled by its group)
     for (decoding, multi_span, kept), indices in groups.items():
         decoded = extractor.predict(select_examples(outputs, indices), [examples[i] for i in indices], multi_span, decoding,
@@ -72,7 +75,7 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
     for question, begin, end in zip(questions, bounds, bounds[1:]):
         request = question.request
         if request.documents:
-            answers.append([ranked_documents(extractor, outputs, examples, begin, end, predictions[begin:end], request)])
+            answers.append([ranked_documents(extractor, outputs, examples, begin, end, request)])
             continue
         if not request.multi_span:  # as AnswerExtractor: the best spans of the n-best they were scored among
             for prediction in predictions[begin:end]:
@@ -89,16 +92,20 @@ def n_best(extractor: AnswerExtractor, request: Question) -> int:
 
 
 def ranked_documents(extractor: AnswerExtractor, outputs: WindowOutputs, examples: Sequence[Example], begin: int, end: int,
-                     predictions: list[Prediction], request: Question) -> RankedAnswers:
+                     request: Question) -> RankedAnswers:
     """One question's answers over its documents (``examples[begin:end]``), ranked across them as
     :meth:`AnswerExtractor.answer_documents` ranks them: window by window where the decoding's null is a window's;
-    with ``multi_span``, ``predictions`` are the documents' multi-span answers, scored by their single n-best."""
-    def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
-        return extractor.predict(windows, asked, False, request.decoding, n_best=n_best(extractor, request))
+    with ``multi_span``, the documents' multi-span answers, scored by their single n-best. Decoded a document at a
+    time, as the extractor decodes a slice at a time: all at once, a few documents of millions of characters took
+    gigabytes."""
+    def decoded(multi_span: bool) -> Callable[[WindowOutputs, list[Example]], list[Prediction]]:
+        return lambda windows, asked: extractor.predict(windows, asked, multi_span, request.decoding,
+                                                        n_best=n_best(extractor, request))
 
     ranking = DocumentRanking(request.top_k, request.multi_span)
-    rank_chunk(ranking, select_examples(outputs, range(begin, end)), list(examples[begin:end]), request.decoding, decoded,
-               lambda *_: predictions, None if request.multi_span else predictions)  # decoded already, in the batch
+    for index in range(begin, end):
+        rank_chunk(ranking, select_examples(outputs, [index]), [examples[index]], request.decoding, decoded(False),
+                   decoded(True))
     return ranking.ranked(request.examples[0].question)
 
 

@@ -9,7 +9,9 @@ A question goes through :class:`~.batching.DynamicBatcher` queues, the request s
    ``--max-batch-size``) is one item, and passes fill with as many such items as fit; a longer question's windows
    are split into chunks of about ``--long-pass-ms`` of forward pass each (measured on the passes run so far; at
    least one window), each chunk its own item, in a pass of its own, so a long question's chunks interleave with
-   every other request's. The step that fills a question's last window decodes it.
+   every other request's. The step that fills a question's last window decodes it where it fits one pass;
+3. a longer question's decoding (seconds, for a context of millions of characters): on a thread of its own, one
+   question at a time, so it holds back no other request's reading or passes.
 
 Reading short questions and running forward passes take turns on one worker thread, each step chosen when the
 thread is free. So a short request waits for about one long chunk's pass behind others' long questions (the one
@@ -26,7 +28,7 @@ from functools import partial
 from typing import Any
 
 from ..inference.extract import AnswerExtractor
-from .answering import Question, featurize, forward
+from .answering import Question, decode, featurize, forward
 from .batching import BatchStats, DynamicBatcher, SharedWorker
 from .config import ServeConfig
 from .helper_process import HelperProcess, read_apart, reading_state
@@ -51,9 +53,13 @@ class AnswerScheduler:
         self.long_windows = DynamicBatcher(partial(featurize, trained, read=read_apart(self.helper)),
                                            config.max_batch_size, wait, config.max_batch_chars)
         # A pass not full waits for the questions being read (at most --max-wait-ms), never for questions not yet asked.
-        self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), self.chunk_windows, wait,
-                                     worker=self.worker, fed_by=self.windows)
-        self.queues = (self.windows, self.long_windows, self.passes)
+        # It decodes the questions it completes that fit one pass; a longer one is decoded on a thread of its own.
+        self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained), longest=self.chunk_windows),
+                                     self.chunk_windows, wait, worker=self.worker, fed_by=self.windows)
+        # Decoding a context of millions of characters takes seconds: on the steps' thread, every other request's
+        # reading and passes waited for it. One at a time, so its memory is that of one such question.
+        self.long_decodes = DynamicBatcher(partial(decode, extractor), 1, 0)
+        self.queues = (self.windows, self.long_windows, self.passes, self.long_decodes)
 
     async def start(self) -> None:
         await self.worker.start()
@@ -84,6 +90,8 @@ class AnswerScheduler:
         finally:
             for chunk in chunks:
                 chunk.cancel()  # the client left or its time ran out: chunks not yet run are dropped
+        if len(windows) > self.chunk_windows:
+            return await self.long_decodes.submit(windows, 1, owner)
         return next(result for result in results if result is not None)
 
     def chunks_of(self, windows: QuestionWindows) -> list[tuple[Chunk, float]]:
@@ -101,6 +109,7 @@ class AnswerScheduler:
     def stats(self) -> BatchStats:
         """Forward passes (batches) and the windows they ran, requests and questions read, the workers' busy seconds."""
         read = [self.windows.stats, self.long_windows.stats]
-        ran = self.passes.stats
+        ran, decoded = self.passes.stats, self.long_decodes.stats
         return BatchStats(batches=ran.batches, requests=sum(r.requests for r in read), questions=sum(r.questions for r in read),
-                          busy_seconds=sum(r.busy_seconds for r in read) + ran.busy_seconds, windows=ran.questions)
+                          busy_seconds=sum(r.busy_seconds for r in read) + ran.busy_seconds + decoded.busy_seconds,
+                          windows=ran.questions)
