@@ -11,6 +11,7 @@ from ..io import SETS_LOCK, atomic_write_json, owned_path, set_entries
 HARNESS_FOLDERS = ("models", "cells", "predictions")  # under the output folder: the harness's own work
 REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
 REPORT_FILES = ("report.json", "report.md", "report.html")  # the set's files of every comparison (the plots vary)
+REPORT_LIST = set_entries(REPORT_SET)[2]  # the report set's list of its files in place
 COMPARISON_MARK = ".bio_mrc-comparison.json"  # written where a comparison first writes: the folder is a comparison's
 # What a comparison writes at the folder's top, whatever its config (the plots are listed in the report's list).
 COMPARISON_ENTRIES = frozenset({*HARNESS_FOLDERS, *REPORT_FILES, *set_entries(REPORT_SET), SETS_LOCK, COMPARISON_MARK})
@@ -21,7 +22,7 @@ def is_comparison_folder(output_dir: Path) -> bool:
     """Whether a comparison wrote in ``output_dir``: it holds the mark, or the list of a report's files (a report
     written before comparisons marked their folders)."""
     return any((output_dir / name).is_file() and not (output_dir / name).is_symlink()
-               for name in (COMPARISON_MARK, set_entries(REPORT_SET)[2]))
+               for name in (COMPARISON_MARK, REPORT_LIST))
 
 
 def check_comparison_folder(output_dir: str | Path) -> None:
@@ -37,7 +38,7 @@ def check_comparison_folder(output_dir: str | Path) -> None:
     more = len(foreign) - SHOWN_ENTRIES
     shown = ", ".join(foreign[:SHOWN_ENTRIES]) + (f" and {more} more" if more > 0 else "")
     raise OutputError(f"the folder holds entries no comparison wrote ({shown}) and is no earlier comparison's output folder "
-                      f"(one holding {COMPARISON_MARK}, or a report's {set_entries(REPORT_SET)[2]}): give "
+                      f"(one holding {COMPARISON_MARK}, or a report's {REPORT_LIST}): give "
                       f"{argument('output_dir')} a new or empty folder, or an earlier comparison's to resume it or add runs "
                       "to it", str(output_dir))
 

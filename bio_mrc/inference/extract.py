@@ -92,10 +92,8 @@ def window_slices(examples: Sequence[Example], features: FeatureConfig, bound: i
             yield examples[begin:end]
             begin, held = end, 0
         held += windows
-    if begin == 0 and examples:
-        yield examples
-    elif begin < len(examples):
-        yield examples[begin:]
+    if begin < len(examples):
+        yield examples if begin == 0 else examples[begin:]
 
 
 def _texts(value: Any, name: str) -> list[Any]:
