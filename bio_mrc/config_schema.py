@@ -126,6 +126,8 @@ def schema_message(error: jsonschema.ValidationError) -> str:
         return f"{json_value(error.instance)} is not of type {', '.join(json_value(kind, whole=True) for kind in types)}"
     if error.validator == "enum":
         return f"{json_value(error.instance)} is not one of {json_value(error.validator_value, whole=True)}"
+    if error.validator == "maxItems":  # jsonschema says "is too long", naming neither the length nor the bound
+        return f"{json_value(error.instance)} is too long ({len(error.instance):,} items; the maximum is {error.validator_value:,})"
     if error.validator == "required":  # jsonschema names one missing key per error, as Python quotes it
         missing = next((key for key in error.validator_value if error.message.startswith(repr(key))), None)
         if missing is not None:

@@ -79,11 +79,35 @@ def test_every_committed_config_passes_a_stock_validator_of_the_published_schema
     ({"runs": [{"name": "j", "batch_size": True}]}, 'runs[0].batch_size: true is not of type "integer"'),
     ({"runs": [{"name": "j", "bio_prior": [0.1, 0.2]}]}, "runs[0].bio_prior: [0.1, 0.2] is too short"),
     ({"runs": [{"name": "j", "attention_dropout": 1.0}]}, "runs[0].attention_dropout: 1.0 is greater than or equal to the maximum of 1"),
+    ({"defaults": {"learning_rate": 1e308}}, "defaults.learning_rate: 1e+308 is greater than the maximum of 1"),
+    ({"runs": [{"name": "j", "learning_rate": 10}]}, "runs[0].learning_rate: 10 is greater than the maximum of 1"),
+    ({"defaults": {"learning_rate": 1e-30}}, "defaults.learning_rate: 1e-30 is less than the minimum of 1e-10"),
+    ({"runs": [{"name": "j", "head_learning_rate": 2.0}]}, "runs[0].head_learning_rate: 2.0 is greater than the maximum of 1"),
+    ({"seeds": list(range(100_000))}, "seeds: [0, 1, 2, 3, 4, ...] is too long (100,000 items; the maximum is 1,000)"),
+    ({"runs": [{"name": "j", "seeds": list(range(1001))}]},
+     "runs[0].seeds: [0, 1, 2, 3, 4, ...] is too long (1,001 items; the maximum is 1,000)"),
 ])
 def test_a_bad_value_is_refused_naming_its_key_path(change, message):
     raw = {key: value for key, value in {**MINIMAL, **change}.items() if value is not None}
     with pytest.raises(ConfigError, match=re.escape(message)):
         parse_config(raw)
+
+
+def test_learning_rates_and_seed_lists_at_their_bounds_load_and_just_past_them_are_refused():
+    """A learning rate from 1e-10 to 1 (AdamW moves each weight by about the rate a step: past 1 it throws the encoder's
+    weights, of median size 0.035, far from what it learned; below 1e-10 a step is under fp32's spacing for nearly every
+    weight) and at most 1,000 seeds (a model each, for every run), in a config, from Python and on the command line alike."""
+    bounds = {"learning_rate": 1.0, "head_learning_rate": 1e-10}
+    config = parse_config({**MINIMAL, "seeds": list(range(1000)), "defaults": bounds})
+    assert len(config.seeds) == 1000 and (config.runs[0].train.learning_rate, config.runs[0].train.head_learning_rate) == (1.0, 1e-10)
+    assert TrainConfig(learning_rate=1.0, head_learning_rate=1e-10).learning_rate == 1.0
+    for name, past in [("learning_rate", math.nextafter(1.0, 2.0)), ("head_learning_rate", math.nextafter(1e-10, 0.0))]:
+        with pytest.raises(ConfigError, match=f"^TrainConfig: {name}: "):
+            TrainConfig(**{name: past})
+    assert len(config.with_overrides(seeds=list(range(5, 1005))).seeds) == 1000
+    with pytest.raises(ConfigError) as refused:
+        config.with_overrides(seeds=list(range(1001)))
+    assert str(refused.value) == "seeds: 1,001 seeds are too many (the maximum is 1,000): each trains one model a run"
 
 
 def test_a_combination_a_run_refuses_names_its_key_path_and_no_class():

@@ -168,6 +168,36 @@ def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tm
     assert not Path(out).exists()
 
 
+def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_before_torch_loads(tmp_path):
+    """A learning rate of 1e308 or 10 was taken and trained a model that diverged or learned nothing, 1e-30 one that never
+    left its starting weights, and 100,000 seeds were taken as 100,000 models a run: each is one line naming the file, the
+    key and the bound, before the data is read or torch loads."""
+    data = str(SAMPLE_V1)
+    config = {"train": {"path": data}, "eval": {"path": data}, "runs": [{"name": "joint"}]}
+    files = {"rate.json": {**config, "defaults": {"learning_rate": 1e308}},
+             "head-rate.json": {**config, "runs": [{"name": "joint", "head_learning_rate": 1e-30}]},
+             "seeds.json": {**config, "seeds": list(range(100_000))}}
+    for name, raw in files.items():
+        (tmp_path / name).write_text(json.dumps(raw), encoding="utf-8")
+    out, new = str(tmp_path / "out"), str(tmp_path / "new")
+    result = refused([
+        *[["compare", "--config", str(tmp_path / name), "--output-dir", out] for name in files],
+        ["compare", "--config", "quick", "--seeds", *map(str, range(1001)), "--output-dir", out],
+        ["train", "--train", data, "--output-dir", new, "--learning-rate", "10"],
+        ["train", "--train", data, "--output-dir", new, "--head-learning-rate", "1e-30"],
+    ], tmp_path)
+    assert result["lines"] == [
+        [2, f"error: defaults.learning_rate: 1e+308 is greater than the maximum of 1 (in {tmp_path / 'rate.json'})"],
+        [2, f"error: runs[0].head_learning_rate: 1e-30 is less than the minimum of 1e-10 (in {tmp_path / 'head-rate.json'})"],
+        [2, f"error: seeds: [0, 1, 2, 3, 4, ...] is too long (100,000 items; the maximum is 1,000) (in {tmp_path / 'seeds.json'})"],
+        [2, "error: --seeds: 1,001 seeds are too many (the maximum is 1,000): each trains one model a run"],
+        [2, "error: TrainConfig: learning_rate: 10.0 is greater than the maximum of 1"],
+        [2, "error: TrainConfig: head_learning_rate: 1e-30 is less than the minimum of 1e-10"],
+    ]
+    assert result["heavy"] == []
+    assert not Path(out).exists() and not Path(new).exists()
+
+
 def test_export_and_convert_refuse_their_output_folder_before_torch_loads(tmp_path):
     """An output inside (or the same as) the model folder, and a folder of other files without --overwrite, were
     refused once torch and transformers had loaded (5 to 12 s)."""
@@ -375,7 +405,7 @@ def test_train_refuses_its_options_and_windows_before_torch_loads(broken_models,
     ], tmp_path)
     tiny_fit = "max_seq_length 128, doc_stride 46, max_query_length 32"
     assert result["lines"] == [
-        [2, "error: TrainConfig: learning_rate: 0.0 is less than or equal to the minimum of 0"],
+        [2, "error: TrainConfig: learning_rate: 0.0 is less than the minimum of 1e-10"],
         [2, "error: TrainConfig: batch_size: 0 is less than the minimum of 1"],
         [2, "error: training_args: gradient_accumulation_steps is a count of at least 1, got 0"],
         [2, "error: doc_stride 500 leaves no new context in a window of max_seq_length 384 after max_query_length 64 (it "

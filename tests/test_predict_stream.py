@@ -190,7 +190,6 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
         ("--chunk-size", "1"): "--chunk-size 2, this run has 1",
         ("--batch-size", "3"): "--batch-size null, this run has 3",
         ("--decoding", "bio"): '--decoding ["span"], this run has ["bio"]',
-        ("--precision", "bf16"): '--precision "fp32", this run has "bf16"',
         ("--max-answer-length", "3"): "--max-answer-length 30, this run has 3",
     }
     for changed, named in refusals.items():
@@ -698,6 +697,86 @@ def test_a_record_kept_without_the_model_files_digest_resumes_on_the_other_check
     record_path.write_text(json.dumps(record), encoding="utf-8")
     assert predict(model_dir, tmp_path / "cut" / "p.json", *options, "--resume") == 0
     assert contents(tmp_path / "cut") == contents(tmp_path / "full")
+
+
+@pytest.fixture
+def auto_choice(monkeypatch):
+    """What ``auto`` resolves to on this machine, set by the test (``auto_choice["auto"]``): another machine, or a
+    measurement that came out the other way."""
+    from bio_mrc import precision
+
+    chosen, choice = {"auto": "bf16"}, precision.precision_choice
+
+    def patched(asked, *args, **kwargs):
+        if (asked or precision.DEFAULT_PRECISION) == "auto":
+            return {"precision": chosen["auto"], "how": "measured"}
+        return choice(asked, *args, **kwargs)
+
+    monkeypatch.setattr(precision, "precision_choice", patched)
+    return chosen
+
+
+def test_resume_refuses_a_stream_answered_in_another_precision_or_on_another_device(model_dir, tmp_path, capsys, auto_choice):
+    """The record kept --precision as given: a stream begun where auto chose bf16 and resumed where it chooses fp32
+    mixed answers of both. It keeps the precision auto resolved to and the device's kind; a resume that differs in either
+    is refused in one line, and the precision it names resumes to the bytes of a run never interrupted."""
+    span = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "full" / "p.json", *span, "--precision", "bf16") == 0
+    assert predict(model_dir, tmp_path / "cut" / "p.json", *span, "--precision", "auto", "--limit", "4") == 0
+    record_path, stream = tmp_path / "cut" / "p.answers.run.json", tmp_path / "cut" / "p.answers.jsonl"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert (record["precision"], record["resolved_precision"], record["device"]) == ("auto", "bf16", "cpu")
+    answered = stream.read_bytes()
+    auto_choice["auto"] = "fp32"
+    capsys.readouterr()
+    assert predict(model_dir, tmp_path / "cut" / "p.json", *span, "--precision", "auto", "--resume") == 2
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")] == [
+        "error: the answers stream was answered in bf16 (--precision auto), this run answers in fp32 (--precision auto); "
+        f"resume with --precision bf16, or start again without --resume (in {record_path})"]
+    assert stream.read_bytes() == answered
+    assert predict(model_dir, tmp_path / "cut" / "p.json", *span, "--precision", "bf16", "--resume") == 0
+    assert contents(tmp_path / "cut") == contents(tmp_path / "full")
+    record_path.write_text(json.dumps({**json.loads(record_path.read_text(encoding="utf-8")), "device": "cuda"}), encoding="utf-8")
+    capsys.readouterr()
+    assert predict(model_dir, tmp_path / "cut" / "p.json", *span, "--precision", "bf16", "--resume") == 2
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")] == [
+        "error: the answers stream was answered on cuda, this run answers on cpu; resume with --device cuda, or start "
+        f"again without --resume (in {record_path})"]
+
+
+def test_resume_refuses_an_explicit_precision_other_than_the_streams_before_the_model_loads(model_dir, tmp_path, capsys,
+                                                                                        monkeypatch, auto_choice):
+    """An explicit --precision settles the precision without the model; auto given where the stream was answered in the
+    same precision, asked explicitly, resumes."""
+    from bio_mrc.inference import TrainedModel
+
+    span = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "p.json", *span, "--limit", "4") == 0  # --precision fp32
+    load = TrainedModel.load
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    capsys.readouterr()
+    assert predict(model_dir, tmp_path / "p.json", *span, "--precision", "bf16", "--resume") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the answers stream was answered in fp32 (--precision fp32), this run answers in bf16 (--precision bf16); "
+        f"resume with --precision fp32, or start again without --resume (in {tmp_path / 'p.answers.run.json'})"]
+    monkeypatch.setattr(TrainedModel, "load", load)
+    auto_choice["auto"] = "fp32"
+    assert predict(model_dir, tmp_path / "p.json", *span, "--precision", "auto", "--resume") == 0
+    assert len(json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))) == 8
+
+
+def test_a_record_kept_without_the_resolved_precision_or_device_resumes_on_the_other_checks(model_dir, tmp_path, auto_choice):
+    """A record written before they were kept says nothing of them: the resume is not refused for what it cannot know."""
+    span = ["--decoding", "span", "--chunk-size", "2", "--precision", "auto"]
+    assert predict(model_dir, tmp_path / "p.json", *span, "--limit", "4") == 0
+    record_path = tmp_path / "p.answers.run.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert (record.pop("resolved_precision"), record.pop("device")) == ("bf16", "cpu")
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    auto_choice["auto"] = "fp32"
+    assert predict(model_dir, tmp_path / "p.json", *span, "--resume") == 0
+    assert len(json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))) == 8
+    assert json.loads(record_path.read_text(encoding="utf-8"))["resolved_precision"] == "fp32"
 
 
 @pytest.mark.parametrize("first", [b"hello\n", b"[1, 2]\n", b'"q1"\n', b"{broken\n"])

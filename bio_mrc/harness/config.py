@@ -81,6 +81,9 @@ from ..training.config import TrainConfig
 from .summary_records import CellKey
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "multispan-reader")
+# Each seed trains one model a run (and a fold): a thousand are more than a study of seed variance trains, and past them
+# a list is a typo or a generated range gone wrong, which would train for ever.
+MAX_SEEDS = 1000
 # Where a run's BIO length prior is tuned besides the default (the model's own, or the 'tune' split's):
 # "fold-training", in cross-validation, on each fold's training questions with that fold's model.
 FOLD_TRAINING = "fold-training"
@@ -315,7 +318,8 @@ def _comparison_schema() -> dict[str, Any]:
 def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
     """The schema with these data formats registered (a task registered later makes a new one)."""
     data = {**dataclass_schema(DataSpec), "required": ["path"]}
-    seeds = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "integer", **SEED_RANGE}}
+    seeds = {"type": "array", "minItems": 1, "maxItems": MAX_SEEDS, "uniqueItems": True, "items": {"type": "integer", **SEED_RANGE},
+             "description": f"training seeds, each one model a run, at most {MAX_SEEDS:,}"}
     run = dataclass_schema(TrainConfig)
     run["properties"] = {"name": NAME_SCHEMA, **run["properties"], "train_data": data, "seeds": seeds,
                          "inference_precision": {"enum": [*PRECISIONS, None]},
@@ -521,9 +525,13 @@ def _note_file_named_as_preset(name: str) -> None:
 
 
 def _check_seeds(seeds: Sequence[int]) -> None:
-    """``--seeds`` as the schema checks a config's ``seeds``: each in range, none twice (a repeated seed trains the
-    same model again and would count as another, its scores a mean ± sd of copies)."""
-    if (repeated := next((seed for seed in seeds if list(seeds).count(seed) > 1), None)) is not None:
+    """``--seeds`` as the schema checks a config's ``seeds``: at most :data:`MAX_SEEDS`, each in range, none twice (a
+    repeated seed trains the same model again and would count as another, its scores a mean ± sd of copies)."""
+    if len(seeds) > MAX_SEEDS:
+        raise ConfigError(f"{argument('seeds')}: {len(seeds):,} seeds are too many (the maximum is {MAX_SEEDS:,}): each trains "
+                          "one model a run")
+    counts = collections.Counter(seeds)
+    if (repeated := next((seed for seed in seeds if counts[seed] > 1), None)) is not None:
         raise ConfigError(f"{argument('seeds')}: {repeated} is given twice; each seed trains one model, counted once")
     if (wrong := next((seed for seed in seeds if not SEED_RANGE["minimum"] <= seed <= SEED_RANGE["maximum"]), None)) is not None:
         raise ConfigError(f"{argument('seeds')}: {wrong} is no seed; seeds are whole numbers from {SEED_RANGE['minimum']} to "

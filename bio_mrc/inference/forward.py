@@ -58,13 +58,19 @@ class TorchRunner:
         self.model = model.eval()
         self.heads = tuple(model.heads)
         self.device = next(model.parameters()).device
-        self.precision = resolve_precision(precision, self.device, _shapes(model), "inference")
+        self.precision = forward_pass_precision(model, precision)
 
     @torch.inference_mode()
     def __call__(self, batch: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
         with autocast(self.precision, self.device):
             out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
         return {name: getattr(out, name).float().cpu().numpy() for name in registry.head_outputs(self.heads)}
+
+
+def forward_pass_precision(model: BioMrcForQuestionAnswering, precision: str | None = None) -> str:
+    """fp32 or bf16: what ``precision`` (``auto`` by default) runs the model's forward passes in on its device, for its
+    sizes (``auto`` by this machine's measurement)."""
+    return resolve_precision(precision, next(model.parameters()).device, _shapes(model), "inference")
 
 
 def _shapes(model: BioMrcForQuestionAnswering) -> MatrixShapes | None:

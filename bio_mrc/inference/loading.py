@@ -31,7 +31,7 @@ from ..progress import WindowBars, progress_bars
 from ..registry import resolve_decoding
 from ..types import Example
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
-from .forward import predict_windows
+from .forward import forward_pass_precision, predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
 from .saved_settings import SavedSettings, check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
 
@@ -136,6 +136,14 @@ class TrainedModel:
     def backend(self) -> str:
         """What runs the forward: ``onnx`` (ONNX Runtime) or ``torch``."""
         return "onnx" if isinstance(self.model, OnnxModel) else "torch"
+
+    def answering_settings(self) -> dict[str, str]:
+        """How the forward passes run here: ``precision``, fp32 or bf16 (``auto`` resolved as they resolve it, on this
+        machine for this model's sizes), and ``device``, the kind of device (cpu, cuda, mps); an ONNX export computes in
+        fp32 on the CPU."""
+        if self.backend == "onnx":
+            return {"precision": "fp32", "device": "cpu"}
+        return {"precision": forward_pass_precision(self.model, self.precision), "device": self.model.device.type}
 
     @property
     def decodings(self) -> list[str]:

@@ -34,6 +34,7 @@ from ..errors import ConfigError, DataFormatError, OutputError, argument
 from ..io import (atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow,
                   printable_json, remove_temporaries_of, sole_writer, writes_named)
 from ..json_syntax import json_value
+from ..precision import DEFAULT_PRECISION
 from ..encoders import answering_digest
 from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
@@ -88,10 +89,12 @@ class PredictionFiles:
 
 
 def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> dict:
-    """What a stream's answers depend on: the model, its precision, the data and every option of ``plan``
-    (the chunk and batch sizes too: a batch's padding moves the last bits of a reduced-precision pass), with the
-    model's tuned settings where ``plan`` leaves them open."""
-    return _record(trained.path, trained.precision, replace(plan, config=trained.decode_config(plan.config)), source)
+    """What a stream's answers depend on: the model, its precision as given and as it resolves here, the kind of device
+    it runs on, the data and every option of ``plan`` (the chunk and batch sizes too: a batch's padding moves the last
+    bits of a reduced-precision pass), with the model's tuned settings where ``plan`` leaves them open."""
+    answering = trained.answering_settings()
+    resolved = {RESOLVED_PRECISION: answering["precision"], DEVICE: answering["device"]}
+    return _record(trained.path, trained.precision, replace(plan, config=trained.decode_config(plan.config)), source, resolved)
 
 
 def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None, revision: str | None = None) -> dict:
@@ -106,32 +109,42 @@ def given_run_record(model: str, precision: str, plan: StreamPlan, source: str |
         resolved = tuple(dict.fromkeys(preferred_decoding(settings.decodings) if d == AUTO_DECODING else d for d in plan.decodings))
         config = with_saved_settings(plan.config, settings.bio_length_prior, settings.max_answer_length)
         plan = replace(plan, decodings=resolved, config=config)
-    record = _record(str(folder) if folder is not None else model, precision, plan, source)
+    explicit = (precision or DEFAULT_PRECISION) != "auto"  # honoured on every device; auto resolves once the model has loaded
+    record = _record(str(folder) if folder is not None else model, precision, plan, source,
+                     {RESOLVED_PRECISION: precision} if explicit else {})
     unsettled = {"decodings"} if AUTO_DECODING in plan.decodings else set()
     unsettled |= {name for name in ("bio_length_prior", "max_answer_length") if getattr(plan.config, name) is None}
     unsettled |= set() if folder is not None else {"model", MODEL_FILES}
     return {key: value for key, value in record.items() if key not in unsettled}
 
 
-def _record(model: str, precision: str, plan: StreamPlan, source: str | None) -> dict:
+def _record(model: str, precision: str, plan: StreamPlan, source: str | None, resolved: dict) -> dict:
     options = dataclasses.asdict(plan)
     decode = options.pop("config")  # by the names of predict's options: a refusal names the one that differs
     options = {**options, **{name: options.get(name) or value for name, value in decode.items()}}
     folder = Path(model).expanduser()
     model = str(folder.resolve()) if folder.exists() else model  # a hub id as it was given
-    record = {"model": model, MODEL_FILES: answering_digest(folder), "precision": precision, "data": source, **options}
+    record = {"model": model, MODEL_FILES: answering_digest(folder), "precision": precision, **resolved, "data": source, **options}
     return json.loads(json.dumps(record))
 
 
 MODEL_FILES = "model_files"  # the digest of the model folder's files: one tuned or retrained in place is another model
-_LATER_KEYS = {MODEL_FILES}  # kept in a record since a later release: one without it is checked on the rest
+# What the forward passes ran in and on: auto resolves by the machine, so the precision as given says too little.
+RESOLVED_PRECISION, DEVICE = "resolved_precision", "device"
+_LATER_KEYS = {MODEL_FILES, RESOLVED_PRECISION, DEVICE}  # kept in a record since a later release: one without it is checked on the rest
 
 
-def _changed(key: str, then: object, value: object, record: dict) -> str:
-    """The first words of the refusal of a resumed stream whose record's ``key`` was ``then`` and is ``value`` now."""
+def _changed(key: str, then: object, value: object, recorded: dict, wanted: dict) -> str:
+    """The first words of the refusal of a resumed stream whose record (``recorded``) had ``then`` at ``key`` where this
+    run's (``wanted``) has ``value``."""
     if key == MODEL_FILES:  # the same folder, other files: no option differs
-        return (f"the model {record.get('model')} changed since the answers stream was made (its weights, tokenizer or "
+        return (f"the model {wanted.get('model')} changed since the answers stream was made (its weights, tokenizer or "
                 "config.json, which holds its tuned settings, differ); resume with the model it was made with")
+    if key == RESOLVED_PRECISION and then in ("fp32", "bf16"):
+        return (f"the answers stream was answered in {then} ({argument('precision', recorded.get('precision'))}), this run "
+                f"answers in {value} ({argument('precision', wanted.get('precision'))}); resume with {argument('precision', then)}")
+    if key == DEVICE and isinstance(then, str):
+        return f"the answers stream was answered on {then}, this run answers on {value}; resume with {argument('device', then)}"
     then, value = (json_value(v, whole=True) for v in (then, value))
     return f"the answers stream was made with {argument(key)} {then}, this run has {value}; resume with the same options and data"
 
@@ -145,12 +158,15 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested past the parser's stack
         raise DataFormatError(f"cannot read the record of the answers stream's options ({error}); start again without "
                               f"{argument('resume', True)}", source=str(record_path)) from None
+    recorded = recorded if isinstance(recorded, dict) else {"": recorded}  # no object: differs in every key
     for key, value in wanted.items():
-        if key in _LATER_KEYS and isinstance(recorded, dict) and key not in recorded:  # a record written before it was kept
+        if key in _LATER_KEYS and key not in recorded:  # a record written before it was kept
             continue
-        then = recorded.get(key) if isinstance(recorded, dict) else None
+        if key == "precision" and RESOLVED_PRECISION in recorded:  # what it resolved to must match, not how it was asked
+            continue
+        then = recorded.get(key)
         if then != value:  # a model's or data file's path whole, as the record spells it
-            raise DataFormatError(f"{_changed(key, then, value, wanted)}, or start again without {argument('resume', True)}",
+            raise DataFormatError(f"{_changed(key, then, value, recorded, wanted)}, or start again without {argument('resume', True)}",
                                   source=str(record_path))
 
 

@@ -67,6 +67,11 @@ MAX_EPOCHS = 1000
 MAX_BATCH = 65_536
 MAX_TOKENS = 65_536
 MAX_WEIGHT = 1e6  # a loss or class weight past it overflows the loss (1e308 gave an infinite one) long before it means anything
+# AdamW moves each weight by about the learning rate a step: past 1 a step throws an encoder's weights (median size 0.035
+# in the default encoder) far from what they learned, and below 1e-10 it is under half of fp32's spacing for 97% of them,
+# which then never move. The encoder's and the heads' rates share the bounds.
+MIN_LEARNING_RATE = 1e-10
+MAX_LEARNING_RATE = 1  # written whole, as the refusal and the schema say it
 
 
 @dataclass
@@ -126,11 +131,13 @@ class TrainConfig:
                 "positions needs it", "minimum": 1, "maximum": MAX_TOKENS})
     epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)", "exclusive_minimum": 0,
         "maximum": MAX_EPOCHS})
-    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)", "exclusive_minimum": 0})
+    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay), "
+        "1e-10 to 1", "minimum": MIN_LEARNING_RATE, "maximum": MAX_LEARNING_RATE})
     # At the encoder's rate the BIO head hardly leaves the tag prior in a CPU-sized run
     # (benchmarks/RESULTS.md, head learning rate).
     head_learning_rate: float | None = field(default=5e-3, metadata={
-        "help": "learning rate of the freshly initialised heads (none: --learning-rate)", "exclusive_minimum": 0})
+        "help": "learning rate of the freshly initialised heads, 1e-10 to 1 (none: --learning-rate)", "minimum": MIN_LEARNING_RATE,
+        "maximum": MAX_LEARNING_RATE})
     batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)", "minimum": 1,
         "maximum": MAX_BATCH})
     warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of the steps over which the learning rates rise",
@@ -289,4 +296,5 @@ def _shapes(encoder: Any, batch: int, seq: int) -> Any:
         return None
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "UNASKED_DROPOUT", "TrainConfig", "json_object_argument"]
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "MAX_LEARNING_RATE", "MIN_LEARNING_RATE", "UNASKED_DROPOUT",
+           "TrainConfig", "json_object_argument"]
