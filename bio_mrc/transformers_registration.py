@@ -82,6 +82,8 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
     def pipeline(task: Any = None, model: Any = None, *args: Any, **kwargs: Any):
         from pathlib import PurePath
 
+        if task == TASK:  # the keywords that reach the loading, checked before any file is read
+            kwargs = import_module(PIPELINE_MODULE).checked_keywords(kwargs)
         if task == TASK and isinstance(model, (str, PurePath)) and not args:
             from .hub import named_as_given
 

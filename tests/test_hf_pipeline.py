@@ -78,8 +78,8 @@ def test_without_batch_size_the_pipeline_takes_the_models_own_for_its_device(qa,
     monkeypatch.setattr(TrainedModel, "batch_size", property(lambda self: 7))  # as TrainedModel says for a model on a GPU
     sizes = []
     windows = TrainedModel.windows
-    monkeypatch.setattr(TrainedModel, "windows", lambda self, examples, batch_size=None, progress=False:
-                        sizes.append(batch_size) or windows(self, examples, batch_size, progress))
+    monkeypatch.setattr(TrainedModel, "windows", lambda self, examples, batch_size=None, progress=False, **options:
+                        sizes.append(batch_size) or windows(self, examples, batch_size, progress, **options))
     qa(question="Who?", context="Bob went home.")
     qa(question="Who?", context="Bob went home.", batch_size=3)
     assert sizes == [7, 3]
@@ -100,6 +100,65 @@ def test_a_list_of_questions_is_answered_a_chunk_at_a_time_as_in_one(trained_dir
     assert_same_answers([qa(inputs, decoding=decoding, multi_span=multi_span) for multi_span in (False, True)], whole)
     assert_same_answers(qa(inputs, decoding=decoding, top_k=2), whole_top)
     assert asked == [2, 2, 2, 1] * 3 and qa.call_count == calls + 3  # 7 questions: three chunks of 2, then 1; a call counts once
+
+
+class _CountedBackend:
+    """A tokenizer's backend that records each text (or pair) of ``encode_batch`` holding ``text``, and passes every
+    call and attribute on."""
+
+    def __init__(self, backend, text: str, seen: list):
+        object.__setattr__(self, "_backend", backend)
+        object.__setattr__(self, "_seen", (text, seen))
+
+    def encode_batch(self, inputs, *args, **kwargs):
+        text, seen = self._seen
+        seen.extend(item for item in inputs if text in (item if isinstance(item, str) else "".join(item)))
+        return self._backend.encode_batch(inputs, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._backend, name, value)
+
+
+def tokenized_with(monkeypatch, tokenizer, text: str) -> list:
+    """Each text or pair holding ``text`` that ``tokenizer``'s backend encodes from now on."""
+    seen, backend = [], tokenizer.backend_tokenizer
+    monkeypatch.setattr(tokenizer, "_tokenizer", _CountedBackend(backend, text, seen))
+    return seen
+
+
+def test_a_context_the_slices_of_a_call_share_is_tokenized_once(trained_dir, monkeypatch):  # noqa: F811
+    """Each slice of a call (a long context's questions, a few at a time) tokenized the shared context again: a call
+    keeps it tokenized alone across its slices, as the extractor does, with the same answers."""
+    from transformers import pipeline
+
+    from bio_mrc.features.config import estimated_windows
+    from bio_mrc.inference import defaults
+
+    qa = pipeline(TASK, model=str(trained_dir), device="cpu", precision="fp32")
+    extractor = AnswerExtractor(qa.extractor.trained)
+    questions = [*QUESTIONS, "What were the Normans famed for?"]
+    inputs = [{"question": q, "context": LONG} for q in questions]
+    whole = [qa(question=questions, context=LONG, top_k=2), list(qa(iter(inputs), batch_size=1))]
+    monkeypatch.setattr(defaults, "SLICE_WINDOWS", estimated_windows(len(LONG), qa.extractor.trained.features))
+    assert len(list(qa.extractor.slices(extractor.asked(questions, LONG)[0]))) == 3  # a question a slice
+    seen = tokenized_with(monkeypatch, qa.tokenizer, LONG)
+    assert qa(question=questions, context=LONG, top_k=2) == whole[0]
+    assert seen == [LONG]  # once for the call's three slices, not once a slice
+    assert list(qa(iter(inputs), batch_size=1)) == whole[1]  # a stream's chunks of one question each
+    assert seen == [LONG] * 2
+    expected = extractor(questions, LONG, top_k=2)
+    assert [[(a["answer"], a["start"], a["end"]) for a in r] for r in whole[0]] == [
+        [(s.text, s.start, s.end) for s in p.spans] for p in expected]
+    assert seen == [LONG] * 3
+    documents = [LONG, LONG + " Rollo.", LONG]
+    by_extractor = len(seen), extractor(questions[0], documents, top_k=3)
+    by_pipeline = len(seen), qa(question=questions[0], context=documents, top_k=3)
+    assert [(a["answer"], a["start"], a["end"], a["document"]) for a in by_pipeline[1]] == [
+        (a.text, a.start, a.end, a.document) for a in by_extractor[1].answers]
+    assert len(seen) - by_pipeline[0] == by_pipeline[0] - by_extractor[0]  # the documents tokenized as the extractor does
 
 
 def test_top_k_gives_the_n_best_with_their_softmax_probabilities(qa, extractor):
@@ -762,3 +821,64 @@ def test_the_old_pipelines_dropped_spellings_are_refused_naming_what_to_give(qa,
     with pytest.raises(ConfigError, match=line) as refused:
         qa(**options)
     assert "\n" not in str(refused.value)
+
+
+def _loader_never_called(monkeypatch):
+    from bio_mrc.inference.pipeline import QuietModelLoader
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the model was loaded before the keywords were checked")
+
+    monkeypatch.setattr(QuietModelLoader, "from_pretrained", refused)
+
+
+@pytest.mark.parametrize("keywords, error, line", [
+    (dict(model_kwargs={"no_such_key": 1}), TypeError,
+     r"^model_kwargs\['no_such_key'\]: the bio-mrc-qa pipeline loads a model with model_kwargs attn_implementation, "
+     r"cache_dir, dtype and torch_dtype alone"),
+    (dict(model_kwargs={"max_seq_length": 64}), TypeError, r"^model_kwargs\['max_seq_length'\]: .* its config.json"),
+    (dict(model_kwargs={"revision": 5}), ValueError,
+     r"^model_kwargs\['revision'\] is an option of pipeline\(\) itself: give pipeline\(\"bio-mrc-qa\", model=\.\.\., revision=\.\.\.\)"),
+    (dict(model_kwargs={"trust_remote_code": True}), ValueError, r"^model_kwargs\['trust_remote_code'\] is an option of pipeline"),
+    (dict(model_kwargs=["cache_dir"]), TypeError, r"^model_kwargs is a dict of the model's loading options, got a list"),
+    (dict(model_kwargs={"torch_dtype": "float99"}), ValueError, r"^model_kwargs\['torch_dtype'\] float99: a bio_mrc model answers in"),
+    (dict(model_kwargs={"dtype": "float99"}), ValueError, r"^model_kwargs\['dtype'\] float99: a bio_mrc model answers in"),
+    (dict(model_kwargs={"dtype": ["float32"]}), ValueError, r"^model_kwargs\['dtype'\] \['float32'\]: a bio_mrc model"),
+    (dict(model_kwargs={"torch_dtype": "float16"}), ValueError, r"^model_kwargs\['torch_dtype'\] float16: .*torch.bfloat16"),
+    (dict(model_kwargs={"dtype": "float32", "torch_dtype": "bfloat16"}), ValueError,
+     r"^model_kwargs\['dtype'\] and model_kwargs\['torch_dtype'\] both name the precision: give one of them$"),
+    (dict(dtype="float32", model_kwargs={"dtype": "float32"}), ValueError,
+     r"^dtype and model_kwargs\['dtype'\] both name the precision: give one of them$"),
+    (dict(model_kwargs={"cache_dir": 5}), ValueError, r"^model_kwargs\['cache_dir'\] is a folder \(a str or a Path\), got 5$"),
+    (dict(model_kwargs={"attn_implementation": 3}), ValueError,
+     r"^model_kwargs\['attn_implementation'\] is the name of an attention kernel \(.*'sdpa'.*\), got 3$"),
+    (dict(model_kwargs={"attn_implementation": "nope"}), ValueError, r"^model_kwargs\['attn_implementation'\] is the name of"),
+    (dict(torch_dtype="float99"), ValueError, r"^torch_dtype float99: a bio_mrc model answers in torch.float32 or torch.bfloat16"),
+    (dict(dtype="float99"), ValueError, r"^dtype float99: a bio_mrc model answers in"),
+])
+def test_bad_keywords_of_pipeline_are_refused_in_one_line_before_the_model_loads(trained_dir, monkeypatch, keywords, error,
+                                                                                   line):  # noqa: F811
+    """An unknown model_kwargs key (a config field or a loading option no bio_mrc model reads) was a ValueError of
+    transformers' with a traceback for each loader, the ONNX one's misleading; pipeline()'s own keyword given in
+    model_kwargs was ``got multiple values for keyword argument``; a dtype there was dropped unread (float99 too) or
+    failed deep in torch (AttributeError) or transformers (IndexError)."""
+    from transformers import pipeline
+
+    _loader_never_called(monkeypatch)
+    with pytest.raises(error, match=line) as refused:
+        pipeline(TASK, model=str(trained_dir), device="cpu", **keywords)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_model_kwargs_a_bio_mrc_model_reads_are_taken(trained_dir, tmp_path):  # noqa: F811
+    """A dtype in model_kwargs names the precision, as ``dtype=`` does; the encoder's attention kernel and a cache
+    folder pass on to the loader; a dict given stays as it was."""
+    import torch
+    from transformers import pipeline
+
+    given = {"torch_dtype": torch.bfloat16, "attn_implementation": "eager", "cache_dir": tmp_path}
+    qa = pipeline(TASK, model=str(trained_dir), device="cpu", model_kwargs=given)
+    assert qa.extractor.trained.precision == "bf16" and qa.model.encoder.config._attn_implementation == "eager"
+    assert {p.dtype for p in qa.model.parameters()} == {torch.float32}  # the weights stay fp32, as every loader keeps them
+    assert given == {"torch_dtype": torch.bfloat16, "attn_implementation": "eager", "cache_dir": tmp_path}
+    assert pipeline(TASK, model=str(trained_dir), device="cpu", model_kwargs={"dtype": "float32"}).extractor.trained.precision == "fp32"

@@ -64,6 +64,7 @@ from ..decoding.shares import nbest_shares
 from ..decoding.window_outputs import WindowOutputs
 from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError, a_type
+from ..features.pair_windows import ContextsAlone
 from ..hub import local_folder, named_as_given
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer, warn_export_beside_weights
@@ -77,6 +78,7 @@ from .documents import DocumentRanking, rank_chunk
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_top_k
 from .loading import TrainedModel, check_folder_to_load, check_onnx_device, forward_precision, model_backend, window_settings
 from .onnx_runner import OnnxModel
+from .pipeline_keywords import checked_keywords, dtype_precision  # noqa: F401 (checked_keywords: read by pipeline())
 from .text_inputs import text_input
 
 TASK = "bio-mrc-qa"
@@ -202,10 +204,12 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if len(args) == 1 and is_stream(args[0]):
             size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
             return self._stream(args[0], size, kwargs)
-        return self._answer(args, kwargs, batch_size)
+        return self._answer(args, kwargs, batch_size, ContextsAlone())
 
-    def _answer(self, args: tuple, kwargs: dict[str, Any], batch_size: int | None, first: int = 0):
-        """One call's questions answered together; ``first`` numbers the records of a stream's chunk (``input N``)."""
+    def _answer(self, args: tuple, kwargs: dict[str, Any], batch_size: int | None, alone: ContextsAlone, first: int = 0):
+        """One call's questions answered together; ``first`` numbers the records of a stream's chunk (``input N``).
+        ``alone``: the contexts tokenized alone, kept across the call's slices (and a stream's chunks), so a context
+        they share is tokenized once."""
         question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None), first)
         question, context = text_input(question, "question"), text_input(context, "context")  # an iterator read once, before it is looked at
         examples, single = self.extractor.asked(question, context, first=first)
@@ -218,31 +222,33 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
         if documents:
             multi_span = bool(options.get("multi_span"))
-            return self._answer_documents(examples, batch_size, options.get("top_k", None if multi_span else 1), multi_span, kwargs)
+            top_k = options.get("top_k", None if multi_span else 1)
+            return self._answer_documents(examples, batch_size, top_k, multi_span, kwargs, alone)
         if single:
-            return super().__call__(_Questions(examples, single, batch_size), **kwargs)
+            return super().__call__(_Questions(examples, single, batch_size, alone), **kwargs)
         answers, calls = [], self.call_count
         for asked in self.extractor.slices(examples):  # one slice's windows held at a time
-            answers += super().__call__(_Questions(list(asked), False, batch_size), **kwargs)
+            answers += super().__call__(_Questions(list(asked), False, batch_size, alone), **kwargs)
         self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
         return answers
 
     def _answer_documents(self, examples: list[Example], batch_size: int, top_k: int | None, multi_span: bool,
-                          kwargs: dict[str, Any]):
+                          kwargs: dict[str, Any], alone: ContextsAlone):
         """One question's documents run and decoded a slice of the extractor's chunks at a time into one ranking (its
         ``top_k`` spans, None: all), which the last chunk's ``postprocess`` formats."""
         ranking, calls, answers = DocumentRanking(top_k, multi_span), self.call_count, None
         chunks = list(self.extractor.slices(examples))
         for k, chunk in enumerate(chunks):  # one slice's windows held at a time
-            answers = super().__call__(_Questions(list(chunk), False, batch_size, ranking, k == len(chunks) - 1), **kwargs)
+            last = k == len(chunks) - 1
+            answers = super().__call__(_Questions(list(chunk), False, batch_size, alone, ranking, last), **kwargs)
         self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
         return answers
 
     def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:
         items = (inputs[i] for i in range(len(inputs))) if not isinstance(inputs, Iterable) else iter(inputs)
-        first = 0  # an error names the record by its place in the whole stream
+        first, alone = 0, ContextsAlone()  # an error names the record by its place in the whole stream
         while chunk := list(itertools.islice(items, batch_size)):
-            yield from self._answer((chunk,), dict(options), batch_size, first)
+            yield from self._answer((chunk,), dict(options), batch_size, alone, first)
             first += len(chunk)
 
     def preprocess(self, inputs: "_Questions") -> dict[str, Any]:
@@ -251,7 +257,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
 
     def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
         questions = model_inputs["questions"]
-        windows = self.extractor.trained.windows(questions.examples, batch_size=questions.batch_size, progress=False)
+        windows = self.extractor.trained.windows(questions.examples, batch_size=questions.batch_size, progress=False,
+                                                 alone=questions.alone)
         return {"questions": questions, "windows": windows}
 
     def postprocess(self, model_outputs, top_k=1, handle_impossible_answer=False, max_answer_len=None,
@@ -290,6 +297,7 @@ class _Questions:
     examples: list[Example]
     single: bool
     batch_size: int
+    alone: ContextsAlone  # the call's contexts tokenized alone, kept from chunk to chunk
     documents: DocumentRanking | None = None  # one question over several documents: their ranking so far
     last: bool = True  # the last chunk of them
 
@@ -326,23 +334,6 @@ def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, prec
         check_tokenizer(Path(path), model.config.encoder.vocab_size)
     precision = forward_precision(precision, isinstance(model, OnnxModel), path or "the model")
     return TrainedModel(model, right_sided(tokenizer), window_settings(model.config, Path(path)), path, precision)
-
-
-def dtype_precision(dtype: Any, precision: str | None) -> str | None:
-    """``pipeline(dtype=...)`` as the forward pass's precision: ``torch.float32`` (or ``"float32"``) is fp32,
-    ``torch.bfloat16`` bf16; ``"auto"`` and None (transformers' default) leave ``precision``. A dtype bio_mrc does
-    not compute in (float16) and a dtype that contradicts ``precision`` are refused."""
-    if dtype is None or dtype == "auto":
-        return precision
-    found = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
-    # a list or a dict would be looked up as a key, a TypeError: only a torch dtype names a precision
-    chosen = {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(found) if isinstance(found, torch.dtype) else None
-    if chosen is None:
-        raise ConfigError(f"dtype {dtype}: a bio_mrc model answers in torch.float32 or torch.bfloat16 "
-                          "(precision fp32 or bf16; auto where the device computes bf16 natively)")
-    if precision is not None and precision != chosen:
-        raise ConfigError(f"dtype {dtype} asks for precision {chosen}, but precision={precision!r}: give one of them")
-    return chosen
 
 
 def check_num_workers(num_workers: Any) -> int:
