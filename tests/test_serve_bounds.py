@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email.message
+import gc
 import json
 import os
 import signal
@@ -13,11 +14,13 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from bio_mrc.features.config import estimated_windows
 from bio_mrc.serving import answering as answering_module
 from bio_mrc.serving.answering import Question, answer_batch
 from bio_mrc.serving.app import create_app
@@ -996,3 +999,70 @@ def test_a_large_body_read_off_the_loop_is_refused_and_answered_as_a_small_one(e
     assert duplicate.status_code == 400 and "appears twice" in duplicate.json()["detail"]
     assert answered.status_code == 200 and small.status_code == 200 and parsed_by_the_route == []
     assert_same_answer(answered.json()["results"][0], extractor("Who wrote it?", context))
+
+
+# --- a request of many long questions, a slice at a time ---------------------------------------------
+
+LONG_CONTEXT = " ".join(["The Normans were famed for their martial spirit and built castles across England."] * 6)
+MIXED = [("Who wrote it?", "Newton wrote it."), ("Who built forts?", LONG_CONTEXT),
+         ("What did Newton write?", "Newton wrote a book."), ("What were the Normans famed for?", LONG_CONTEXT),
+         ("Where was he?", "He lived in Cambridge.")]
+
+
+def answered_in_order(extractor, monkeypatch, config):  # noqa: F811
+    """The answers to one request of the :data:`MIXED` questions, and the order the server read and decoded them in:
+    ("read", question) for each question read, ("answered", question) for each decoded, and ("held", questions) at
+    each reading step: the questions whose windows are still alive then. The cyclic garbage collector is off
+    meanwhile: windows are let go as soon as nothing uses them, not whenever it next runs."""
+    events, read, predict, alive = [], answering_module.question_windows, extractor.predict, weakref.WeakSet()
+
+    def reading(trained, questions, requests, read_apart=None):
+        events.append(("held", frozenset(windows.examples[0].question for windows in alive)))
+        events.extend(("read", question[0].question) for question in questions)
+        found = read(trained, questions, requests, read_apart)
+        alive.update(found)
+        return found
+
+    def decoding(outputs, examples, *args, **kwargs):
+        found = predict(outputs, examples, *args, **kwargs)
+        events.extend(("answered", example.question) for example in examples)
+        return found
+
+    monkeypatch.setattr(answering_module, "question_windows", reading)
+    monkeypatch.setattr(extractor, "predict", decoding)
+    gc.disable()
+    try:
+        with TestClient(create_app(extractor, config)) as client:
+            response = client.post("/answer", json={"question": [q for q, _ in MIXED], "context": [c for _, c in MIXED]})
+    finally:
+        gc.enable()
+        monkeypatch.undo()
+    assert response.status_code == 200, response.text
+    return response.json()["results"], events
+
+
+@pytest.mark.parametrize("slices", ["pairs", "alone"])
+def test_a_request_past_its_window_bound_is_answered_a_slice_at_a_time_with_the_same_answers(extractor, monkeypatch, slices):  # noqa: F811
+    """Every question of a request was read before the first was answered: a request of many long questions held all
+    their windows and logits at once. Past --max-request-windows (estimated from the contexts' lengths), its
+    questions go in consecutive slices, each read once the one before is answered and its windows let go; a long
+    question alone past the bound is a slice of its own, and answered. The answers are those of one slice, and the
+    extractor's."""
+    short, long = (estimated_windows(len(MIXED[0][1]), extractor.trained.features),
+                   estimated_windows(len(LONG_CONTEXT), extractor.trained.features))
+    assert short == 1 and long > 20  # what the slices below are counted from
+    bound, want = {"pairs": (short + long, [[0, 1], [2, 3], [4]]), "alone": (1, [[0], [1], [2], [3], [4]])}[slices]
+    config = dict(max_batch_size=8, max_wait_ms=0)
+    sliced, events = answered_in_order(extractor, monkeypatch, ServeConfig(max_request_windows=bound, **config))
+    whole, whole_events = answered_in_order(extractor, monkeypatch, ServeConfig(**config))
+    position = {event: at for at, event in enumerate(events)}
+    slice_of = {MIXED[i][0]: number for number, part in enumerate(want) for i in part}
+    for held, read in zip(events, events[1:]):
+        if held[0] == "held":  # a reading step's questions: none of an earlier slice is held then
+            assert {slice_of[text] for text in held[1]} <= {slice_of[read[1]]}, (held, read)
+    for earlier, later in zip(want, want[1:]):
+        assert max(position["answered", MIXED[i][0]] for i in earlier) < min(position["read", MIXED[i][0]] for i in later)
+    assert whole_events.index(("read", MIXED[-1][0])) < whole_events.index(("answered", MIXED[1][0]))  # one slice
+    for got, all_at_once, (text, context) in zip(sliced, whole, MIXED):
+        assert_same_answer(got, all_at_once)
+        assert_same_answer(got, extractor(text, context, decoding="joint"))

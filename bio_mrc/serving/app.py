@@ -359,10 +359,13 @@ def _unread_media_type(request: Request, error: RequestValidationError) -> str |
 
 async def answer_each(scheduler: AnswerScheduler, examples: list, options: Question) -> list[Prediction]:
     """Each example's prediction, each question scheduled on its own (all of this request, for fair shares), so that
-    requests interleave and what a leaving client asked is dropped."""
-    owner = object()
-    work = [scheduler.answer(dataclasses.replace(options, examples=[example]), owner) for example in examples]
-    return [prediction for (prediction,) in await gather_cancelling(*work)]
+    requests interleave and what a leaving client asked is dropped; a slice of them at a time
+    (:meth:`AnswerScheduler.slices`), so that a request of many long questions holds one slice's windows, not all."""
+    owner, predictions = object(), []
+    for part in scheduler.slices(examples):
+        work = [scheduler.answer(dataclasses.replace(options, examples=[example]), owner) for example in part]
+        predictions += [prediction for (prediction,) in await gather_cancelling(*work)]
+    return predictions
 
 
 async def answer_whole(scheduler: AnswerScheduler, examples: list, options: Question) -> list:

@@ -76,12 +76,16 @@ class SharedWorker:
         last = -1
         while True:
             turn = await self._next_turn(last)
-            batcher = self.batchers[turn]
-            batch = batcher.take_fairly()
-            if batch:
-                await batcher.run_batch(batch)
+            await self._run_turn(self.batchers[turn])
             await asyncio.sleep(0)  # the requests whose items just ran queue their next ones before the next turn
             last = turn
+
+    @staticmethod
+    async def _run_turn(batcher: DynamicBatcher) -> None:
+        """``batcher``'s batch, run: held here alone, so the worker waiting for its next turn holds none of it."""
+        batch = batcher.take_fairly()
+        if batch:
+            await batcher.run_batch(batch)
 
     async def _next_turn(self, last: int) -> int:
         """The batcher whose batch goes next: the first due, in turn after ``last``."""
@@ -219,11 +223,16 @@ class DynamicBatcher(Generic[Item, Result]):
         so far (then the oldest item); see :mod:`.fair_queue`."""
         return self._waiting.take()
 
+    def _run_handed(self, handed: list[list]) -> Sequence:
+        """``run`` of the items ``handed`` holds, taken out of it: the executor lets go of its arguments a moment after
+        the result, when the next batch may be running already, and a question's windows are to go with its answer."""
+        return self.run(handed.pop())
+
     async def run_batch(self, batch: list[Waiting]) -> None:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
-            results = await loop.run_in_executor(self._worker.executor, self.run, [w.item for w in batch])
+            results = await loop.run_in_executor(self._worker.executor, self._run_handed, [[w.item for w in batch]])
             if len(results) != len(batch):
                 raise RuntimeError(f"a batch of {len(batch)} items gave {len(results)} results")
         except Exception as error:  # noqa: BLE001  (handed to the request that caused it)

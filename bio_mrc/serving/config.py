@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..config_schema import check_fields
+from ..inference.defaults import SLICE_WINDOWS
 
 LOOPBACK = "127.0.0.1"
 
@@ -35,6 +36,11 @@ class ServeConfig:
         "help": "most characters (questions and contexts) one forward pass takes; a longer question runs alone. "
                 "Batches are filled request by request, the request served least first, so long requests "
                 "cannot hold back short ones", "minimum": 1, "maximum": 100_000_000})
+    max_request_windows: int = field(default=SLICE_WINDOWS, metadata={
+        "help": "most windows of one request's questions read and answered at once, estimated from their contexts' "
+                "lengths at a token a character: a request past it is answered in consecutive slices of its questions, "
+                "each read once the one before is answered (a question estimated past it is a slice alone), so its "
+                "memory is about one slice's", "minimum": 1, "maximum": 100_000_000})
     long_pass_ms: float = field(default=10.0, metadata={
         "help": "how long one forward pass over a long question's windows (more than one pass of them) may take, "
                 "judged by the passes run so far (at least one window a pass): a short request waits behind others' "

@@ -332,6 +332,9 @@ class FairQueue:
 
     def _forget(self, waiting: Waiting) -> None:
         waiting.gone = True
+        # Its future's call back to the queue refers to it: a cycle that kept its item (a question's windows and
+        # logits) and result alive until the garbage collector's next full pass, not until its request let go.
+        waiting.future.on_cancel = None
         del self._order[waiting]
         self._forget_class(waiting)
         record = self._owners[waiting.owner]

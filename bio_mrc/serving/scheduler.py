@@ -13,6 +13,11 @@ A question goes through :class:`~.batching.DynamicBatcher` queues, the request s
 3. a longer question's decoding (seconds, for a context of millions of characters): on a thread of its own, one
    question at a time, so it holds back no other request's reading or passes.
 
+A request of many questions is asked in consecutive slices of them (:meth:`AnswerScheduler.slices`), each under
+``--max-request-windows`` windows estimated from the contexts' lengths, the next read once the one before is answered:
+a question's windows and logits live from its reading to its answer, so a request of many long questions holds one
+slice of them at a time; a request under the bound is one slice.
+
 Reading short questions and running forward passes take turns on one worker thread, each step chosen when the
 thread is free. So a short request waits for about one long chunk's pass behind others' long questions (the one
 running when it comes; then it is read, then run), whatever they ask; a request whose client left, or whose time
@@ -25,9 +30,10 @@ from __future__ import annotations
 import asyncio
 import math
 from functools import partial
-from typing import Any
+from typing import Any, Iterator, Sequence
 
-from ..inference.extract import AnswerExtractor
+from ..inference.extract import AnswerExtractor, window_slices
+from ..types import Example
 from .answering import Question, decode, featurize, forward
 from .batching import BatchStats, DynamicBatcher, SharedWorker
 from .config import ServeConfig
@@ -42,6 +48,7 @@ class AnswerScheduler:
         # A forward pass holds at most the extractor's batch of windows; a long question's chunk, about long_pass_s.
         self.chunk_windows = min(config.max_batch_size, extractor.batch_size)
         self.step_chars, self.long_pass_s = config.max_batch_chars, config.long_pass_ms / 1000
+        self.features, self.request_windows = extractor.trained.features, config.max_request_windows
         wait, trained = config.max_wait_ms / 1000, extractor.trained
         # Reading short questions and running forward passes take turns on one thread: in parallel they would only
         # contend for the GIL; in turns, each step is chosen when the thread is free, from what waits then.
@@ -60,6 +67,11 @@ class AnswerScheduler:
         # reading and passes waited for it. One at a time, so its memory is that of one such question.
         self.long_decodes = DynamicBatcher(partial(decode, extractor), 1, 0)
         self.queues = (self.windows, self.long_windows, self.passes, self.long_decodes)
+
+    def slices(self, examples: Sequence[Example]) -> Iterator[Sequence[Example]]:
+        """A request's questions in consecutive slices, each the most whose windows, estimated from their contexts'
+        lengths, number at most ``--max-request-windows`` (a question estimated past it is a slice alone)."""
+        return window_slices(examples, self.features, self.request_windows)
 
     async def start(self) -> None:
         await self.worker.start()
