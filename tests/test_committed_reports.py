@@ -14,6 +14,7 @@ from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.learning_curve import gap_trend, learning_curve_section
 from bio_mrc.harness.report import _score_table
 from bio_mrc.metrics.multispan_official import metrics_from_counts
+from bio_mrc.metrics.stats import paired_bootstrap, two_level_bootstrap
 
 REPORTS = Path(__file__).parents[1] / "benchmarks" / "reports"
 REPORT_FILES = sorted(REPORTS.glob("**/report.json*"))
@@ -69,6 +70,26 @@ def test_the_markdown_report_shows_the_json_scores(committed):
     assert report.summary.rows and len(lines) == 2 + len(report.summary.rows)  # a head, its rule and a line a row
     for line in lines:
         assert line in markdown
+
+
+@pytest.mark.slow  # a bootstrap of every contrast of every report: 25 s
+def test_every_contrast_follows_from_its_cells_per_question_scores(committed):
+    """Each contrast's difference, interval and p re-derived from the cells' per-question F1 on the seeds it paired on
+    (the bootstrap over questions with one, seeds × questions with several), and "significant after Holm" only where
+    the interval excludes 0."""
+    report, _ = committed
+    if any(cell.counts is not None for cell in report.results.cells):
+        pytest.skip("span counts: the contrasts compare a ratio of sums")
+    f1 = {(cell.key, cell.seed): np.asarray(cell.f1, dtype=np.float64) for cell in report.results.cells}
+    assert report.summary.contrasts or len(report.summary.rows) == 1
+    for c in report.summary.contrasts:
+        assert c.seeds, (c.a, c.b)  # every committed contrast paired on shared seeds
+        a, b = (np.stack([f1[key, seed] for seed in c.seeds]) for key in (c.a, c.b))
+        again = paired_bootstrap(a[0], b[0]) if len(c.seeds) == 1 else two_level_bootstrap(a, b)
+        assert c.diff == pytest.approx((a - b).mean(), abs=1e-9)
+        for field in ("diff", "ci_low", "ci_high", "p_value", "n_questions", "n_resamples", "n_seeds"):
+            assert getattr(again, field) == pytest.approx(getattr(c, field), abs=1e-9), (c.a, c.b, field)
+        assert not c.significant_holm or c.ci_low > 0 or c.ci_high < 0, (c.a, c.b)
 
 
 def test_the_learning_curve_follows_from_its_gaps(committed):

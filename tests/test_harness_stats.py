@@ -536,3 +536,53 @@ def test_a_resampled_difference_that_is_exactly_zero_is_a_tie_whatever_float_sum
     assert np.all(ties != 0.0) and np.all(np.abs(ties) < 1e-16)  # the floats miss 0
     assert paired_bootstrap(a, b, n_resamples=10).p_value == pytest.approx(0.8)  # 0.4 when the ties counted on one side
     assert paired_bootstrap(b, a, n_resamples=10).p_value == pytest.approx(0.8)
+
+
+def test_a_ratio_bootstrap_refuses_non_finite_counts():
+    """NaN counts gave a NaN difference with p 0, which Holm then called significant."""
+    good = np.ones((5, 3))
+    for bad in (np.full((5, 3), np.nan), np.where(np.eye(5, 3) > 0, np.inf, 1.0)):
+        with pytest.raises(ValueError, match="non-finite"):
+            paired_bootstrap_ratio(bad, good, lambda t: t[..., 0] / t[..., 1])
+        with pytest.raises(ValueError, match="non-finite"):
+            paired_bootstrap_ratio(good, bad, lambda t: t[..., 0] / t[..., 1])
+
+
+@pytest.mark.parametrize("seeds", [1, 3])
+def test_swapping_the_two_cells_negates_the_difference_and_its_interval_and_keeps_p(seeds):
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 101, (seeds, 300)).astype(float), rng.integers(0, 101, (seeds, 300)).astype(float)
+    ab, ba = two_level_bootstrap(a, b), two_level_bootstrap(b, a)
+    assert ab.diff == -ba.diff and ab.p_value == ba.p_value
+    assert ab.ci_low == pytest.approx(-ba.ci_high, abs=1e-9) and ab.ci_high == pytest.approx(-ba.ci_low, abs=1e-9)
+    assert ab.ci_low <= ab.diff <= ab.ci_high  # the interval holds the point estimate of a symmetric spread
+
+
+def test_more_resamples_converge_on_the_normal_interval_of_a_large_sample():
+    a, b = noisy_scores(2000, seed=1), noisy_scores(2000, seed=2)
+    d = a - b
+    half = 1.959964 * d.std(ddof=1) / np.sqrt(d.size)
+    errors = [abs(paired_bootstrap(a, b, n_resamples=r, seed=4).ci_low - (d.mean() - half)) for r in (50, 20_000)]
+    assert errors[1] < 0.1 * half and errors[1] < errors[0]
+
+
+def test_a_small_group_is_drawn_with_a_hollow_marker_over_its_error_bar(tmp_path, monkeypatch):
+    """The footnote says hollow; the error bar's own filled marker was drawn over the hollow one (errorbar puts its
+    line at a higher z-order), so a small group's marker showed filled."""
+    from PIL import Image
+
+    from bio_mrc.harness import plots
+
+    saved, save = [], plots._save
+    monkeypatch.setattr(plots, "_save", lambda figure, path: saved.append(figure) or save(figure, path))
+    scores = np.concatenate([np.full(60, 80.0), np.linspace(0.0, 90.0, 9)])  # means 80 and 45, off the grid lines
+    groups = breakdown({CellKey("joint", "span"): scores}, np.array(["many"] * 60 + ["few"] * 9))
+    path = plot_breakdown(groups, "F1", "x", tmp_path / "groups.png")
+    [figure] = saved
+    [ax] = figure.axes
+    with Image.open(path) as image:
+        pixels = image.convert("RGB")
+        for x, (name, group) in enumerate(groups[CellKey("joint", "span")].items()):
+            px, py = ax.transData.transform((x, group["mean"]))
+            centre = pixels.getpixel((int(round(px)), int(round(pixels.size[1] - py))))
+            assert (min(centre) > 240) == (group["n"] < 50), (name, centre)

@@ -144,8 +144,9 @@ def plot_breakdown(
             mean, low, high = (np.array([float(cells[g][k]) if g in cells else np.nan for g in groups])
                                for k in ("mean", "ci_low", "ci_high"))
             ax.errorbar(x, mean, yerr=[mean - low, high - mean], capsize=3, linewidth=1.2, markersize=5, **style)
+            # Above errorbar's own line (z-order 2.1), whose filled marker and bar would fill the hollow one.
             ax.plot(x[small], mean[small], linestyle="none", marker=style["marker"], markersize=7,
-                    markerfacecolor="white", markeredgecolor=style["color"])
+                    markerfacecolor="white", markeredgecolor=style["color"], zorder=3)
         ax.set_xticks(x)
         ax.set_xticklabels([f"{g}{' †' if s else ''}\nn={counts[g]}" for g, s in zip(groups, small)], fontsize="small")
         ax.set_xlabel(xlabel)

@@ -23,7 +23,7 @@ from .learning_curve import learning_curve_section
 from .markdown_html import line_text, literal_text, paragraph_text
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
-from ..metrics.stats import BOOTSTRAP_RESAMPLES, format_p_value, format_present
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_p_value, format_present
 from .summary import MIXED_RESAMPLING, summarise, task_question_groups
 from .summary_records import CellKey, Contrast, Summary
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
@@ -184,6 +184,16 @@ def _resampling_text(summary: Summary) -> tuple[str, str]:
         "draws, paired by seed (the same model for decodings of one run, the same training seed across runs) and by question.")
 
 
+def _draws() -> str:
+    """How many resamples, from which seed: the same question draws for every interval, so a report is reproduced exactly."""
+    return f"{BOOTSTRAP_RESAMPLES} resamples from seed {BOOTSTRAP_SEED}"
+
+
+def _interval_sentence() -> str:
+    return (f"A 95% CI runs between the 2.5th and 97.5th percentiles of the {BOOTSTRAP_RESAMPLES} resampled differences "
+            "(every contrast draws the same questions); p is twice the smaller share of them on either side of 0.")
+
+
 def _these_contrasts(count: int) -> str:
     return number_form(count, "this one contrast", f"these {count} contrasts")
 
@@ -202,11 +212,11 @@ def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[
     how, sentence = _resampling_text(summary)
     named = "named by the configuration" if summary.baseline_named_in_config else _first_cell_why(results.config)
     contrasts, n_cells = summary.contrasts, len(summary.rows)
-    lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
+    lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% percentile paired bootstrap {how}, {_draws()})", "",
              f"Baseline: `{summary.baseline}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
              f"the configuration lists. The p-values are adjusted for {_these_contrasts(len(contrasts))} with Holm's step-down "
-             "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
-             f"{sentence} *Answers agree* is the share of questions on which the two cells give the same answer once "
+             "method (significant after Holm: adjusted p < 0.05, a family-wise error of 5%); the intervals are per contrast. "
+             f"{sentence} {_interval_sentence()} *Answers agree* is the share of questions on which the two cells give the same answer once "
              "normalised (with several seeds, the answers of the first seed both cells have; each cell's first where they share "
              "none). "
              f"{_pairs_of_cells(n_cells * (n_cells - 1) // 2)} in `report.json` (`summary.comparisons`).", "",
@@ -244,7 +254,7 @@ def _contrast_table(contrasts: Sequence[Contrast], what: str, mixed: bool) -> li
 def _interval_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """Each cell's score with the percentile interval of its own mean, and its figure."""
     how = _interval_resampling(summary)
-    lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
+    lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, {_draws()})", "",
              f"| cell | {_what(results, short=True)} | 95% CI |", "|---|---|---|"]
     for key, interval in summary.intervals.items():
         lines.append(f"| {key} | {interval.value:.2f} | [{interval.ci_low:.2f}, {interval.ci_high:.2f}] |")

@@ -134,6 +134,8 @@ def paired_bootstrap_ratio(
     a, b = np.asarray(counts_a, dtype=np.float64), np.asarray(counts_b, dtype=np.float64)
     if a.ndim != 2 or a.shape != b.shape:
         raise ValueError(f"count arrays must be (questions, k) of one shape, got {a.shape} and {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):  # a NaN difference would read p 0
+        raise ValueError("count arrays contain non-finite values")
     n = _check_pair(a[:, 0], b[:, 0], n_resamples, confidence, max_chunk_elements)
     resampled = np.empty(n_resamples, dtype=np.float64)
     for rows, idx in _resample_indices(n, n_resamples, seed, max_chunk_elements):
