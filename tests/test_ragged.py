@@ -59,3 +59,16 @@ def test_the_same_as_rows_read_one_by_one_on_real_windows(sample_v1, tiny_tokeni
 def test_refuses_a_column_that_is_not_a_list(dataset):
     with pytest.raises(TypeError, match="'scalar' is not a list column"):
         RaggedColumn.from_dataset(dataset, "scalar")
+
+
+def test_several_columns_read_at_once_are_each_read_alone(dataset):
+    chosen = dataset.select([3, 0, 2])
+    columns = RaggedColumn.columns_of(chosen, ["ids", "offsets"])
+    assert list(columns) == ["ids", "offsets"]
+    for name, column in columns.items():
+        alone = RaggedColumn.from_dataset(chosen, name)
+        assert column.lengths.tolist() == alone.lengths.tolist()
+        assert column.padded(fill=-1).tolist() == alone.padded(fill=-1).tolist()
+    assert columns["ids"].padded(fill=-1).tolist() == [[9, 10, -1], [5, 6, 7], [-1, -1, -1]]
+    with pytest.raises(TypeError, match="'scalar' is not a list column"):
+        RaggedColumn.columns_of(chosen, ["ids", "scalar"])

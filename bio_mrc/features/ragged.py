@@ -34,6 +34,13 @@ class RaggedColumn:
         return cls.from_arrow(dataset.with_format("arrow")[name], name)
 
     @classmethod
+    def columns_of(cls, dataset: Dataset, names: Sequence[str]) -> dict[str, "RaggedColumn"]:
+        """:meth:`from_dataset` of each of ``names``, by name: the dataset's Arrow view (a copy of the dataset object)
+        made once for them all."""
+        table = dataset.with_format("arrow")
+        return {name: cls.from_arrow(table[name], name) for name in names}
+
+    @classmethod
     def from_arrow(cls, column: pa.Array | pa.ChunkedArray, name: str = "column") -> "RaggedColumn":
         """An Arrow list column (e.g. one of a table's) as it stands; ``name`` is for errors."""
         if isinstance(column, pa.ChunkedArray):

@@ -113,7 +113,7 @@ def window_logits(
     runner: WindowRunner, features: Dataset, pad_token_id: int, batch_size: int, progress: bool, bar: tqdm | None = None
 ) -> dict[str, np.ndarray]:
     """Each head's logits of every window, padded to the longest window (-inf / 0 past a window's end)."""
-    inputs = {name: RaggedColumn.from_dataset(features, name) for name in ENCODER_INPUTS if name in features.column_names}
+    inputs = RaggedColumn.columns_of(features, [name for name in ENCODER_INPUTS if name in features.column_names])
     return input_logits(runner, inputs, pad_token_id, batch_size, progress, bar)
 
 
@@ -148,9 +148,10 @@ def window_outputs(features: Dataset, logits: Mapping[str, np.ndarray]) -> Windo
     (named as their registry entries name them; a head the model lacks is absent)."""
     some = next(iter(logits.values()), None)
     width = some.shape[1] if some is not None else 1
+    columns = RaggedColumn.columns_of(features, ["offset_mapping", "paragraph_mask", "word_offsets", "tag_mask"])
 
     def padded(name: str, fill: int, dtype) -> np.ndarray:
-        return RaggedColumn.from_dataset(features, name).padded(width=width, fill=fill, dtype=dtype)
+        return columns[name].padded(width=width, fill=fill, dtype=dtype)
 
     return WindowOutputs(
         np.asarray(features["example_index"]), padded("offset_mapping", -1, np.int64), padded("paragraph_mask", 0, bool),
