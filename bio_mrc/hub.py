@@ -177,7 +177,12 @@ def hub_snapshot(repo_id: str, what: str = "model folder", revision: str | None 
 
 
 def hub_failure(err: BaseException) -> str:
-    """A hub request's failure in one line: its kind and the first line of its message."""
+    """A hub request's failure in one line: its kind and the first line of its message; for a hub out of reach, which
+    huggingface_hub reports as a missing local entry ("Got: ConnectError: ..."), the network error beneath it."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    if isinstance(err, LocalEntryNotFoundError) and err.__cause__ is not None:
+        err = err.__cause__
     reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
     return f"{type(err).__name__}: {reason}"
 

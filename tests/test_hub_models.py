@@ -73,6 +73,26 @@ def test_an_unreachable_hub_is_one_line_and_one_try(tmp_path, monkeypatch):
     assert [options.get("local_files_only", False) for options in calls] == [True, False]  # the cache, then the hub once
 
 
+def test_an_unreachable_hub_names_the_network_error_beneath_huggingface_hubs(monkeypatch):
+    """huggingface_hub reports a hub out of reach as a missing local entry, "Got: ConnectError: ..." and a paragraph;
+    the line names the network error itself."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def unreachable(repo_id, **options):
+        if options.get("local_files_only"):
+            raise LocalEntryNotFoundError("not cached")
+        raise LocalEntryNotFoundError("Got: ConnectError: [Errno -2] Name or service not known\nAn error happened while "
+                                      "trying to locate the files on the Hub.") from ConnectionError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    with pytest.raises(ModelFormatError) as refused:
+        local_folder("org/name")
+    assert refused.value.problem == ("no such local model folder, and the Hugging Face hub could not give it (ConnectionError: "
+                                     "[Errno -2] Name or service not known); without a network, set HF_HUB_OFFLINE=1 to use "
+                                     "the cache only, or pass a local folder")
+
+
 def test_a_hub_failure_without_a_message_is_named_as_a_push_names_it(monkeypatch):
     """A download failing with no message was "(OSError: OSError)"; it reads as the push's checks read it."""
     from huggingface_hub.errors import LocalEntryNotFoundError
