@@ -1009,23 +1009,25 @@ MIXED = [("Who wrote it?", "Newton wrote it."), ("Who built forts?", LONG_CONTEX
          ("Where was he?", "He lived in Cambridge.")]
 
 
-def answered_in_order(extractor, monkeypatch, config):  # noqa: F811
-    """The answers to one request of the :data:`MIXED` questions, and the order the server read and decoded them in:
-    ("read", question) for each question read, ("answered", question) for each decoded, and ("held", questions) at
-    each reading step: the questions whose windows are still alive then. The cyclic garbage collector is off
-    meanwhile: windows are let go as soon as nothing uses them, not whenever it next runs."""
+def answered_in_order(extractor, monkeypatch, config, body=None, key=lambda example: example.question):  # noqa: F811
+    """The answers to one request (``body``; default: the :data:`MIXED` questions), and the order the server read and
+    decoded its examples in, each named by ``key`` (default: its question): ("read", name) for each example read,
+    ("answered", name) for each decoded, and ("held", names) at each reading step: the examples whose windows are
+    still alive then. The cyclic garbage collector is off meanwhile: windows are let go as soon as nothing uses them,
+    not whenever it next runs."""
     events, read, predict, alive = [], answering_module.question_windows, extractor.predict, weakref.WeakSet()
+    body = body or {"question": [q for q, _ in MIXED], "context": [c for _, c in MIXED]}
 
     def reading(trained, questions, requests, read_apart=None):
-        events.append(("held", frozenset(windows.examples[0].question for windows in alive)))
-        events.extend(("read", question[0].question) for question in questions)
+        events.append(("held", frozenset(key(example) for windows in alive for example in windows.examples)))
+        events.extend(("read", key(example)) for question in questions for example in question)
         found = read(trained, questions, requests, read_apart)
         alive.update(found)
         return found
 
     def decoding(outputs, examples, *args, **kwargs):
         found = predict(outputs, examples, *args, **kwargs)
-        events.extend(("answered", example.question) for example in examples)
+        events.extend(("answered", key(example)) for example in examples)
         return found
 
     monkeypatch.setattr(answering_module, "question_windows", reading)
@@ -1033,7 +1035,7 @@ def answered_in_order(extractor, monkeypatch, config):  # noqa: F811
     gc.disable()
     try:
         with TestClient(create_app(extractor, config)) as client:
-            response = client.post("/answer", json={"question": [q for q, _ in MIXED], "context": [c for _, c in MIXED]})
+            response = client.post("/answer", json=body)
     finally:
         gc.enable()
         monkeypatch.undo()
@@ -1066,3 +1068,61 @@ def test_a_request_past_its_window_bound_is_answered_a_slice_at_a_time_with_the_
     for got, all_at_once, (text, context) in zip(sliced, whole, MIXED):
         assert_same_answer(got, all_at_once)
         assert_same_answer(got, extractor(text, context, decoding="joint"))
+
+
+# Two long documents of the same length (the same estimated windows), one short one either side of each.
+DOCUMENTS = [context for _, context in MIXED[:3]] + [LONG_CONTEXT.replace("England", "Ireland"), MIXED[4][1]]
+
+
+def reading_steps(events):
+    """The examples read at each reading step, in order."""
+    steps = []
+    for event in events:
+        if event[0] == "held":
+            steps.append([])
+        elif event[0] == "read":
+            steps[-1].append(event[1])
+    return steps
+
+
+@pytest.mark.parametrize("options", [{}, {"top_k": 3}, {"multi_span": True}])
+@pytest.mark.parametrize("slices", ["pairs", "alone"])
+def test_one_question_over_documents_past_the_window_bound_is_answered_a_slice_at_a_time_with_the_same_answers(
+        extractor, monkeypatch, slices, options):  # noqa: F811
+    """One question over several documents read every document's windows before running any: a request over many
+    long documents held all their windows and logits at once, whatever --max-request-windows. Past the bound its
+    documents go in consecutive slices, each read, run and decoded into one ranking once the one before is ranked and
+    its windows let go. The ranked answers (spans, scores, documents, the best document's fields) are those of the
+    request answered whole, and the extractor's."""
+    features = extractor.trained.features
+    short, long = estimated_windows(len(DOCUMENTS[0]), features), estimated_windows(len(DOCUMENTS[1]), features)
+    assert [estimated_windows(len(document), features) for document in DOCUMENTS] == [short, long, short, long, short]
+    assert short == 1 and long > 20  # what the slices below are counted from
+    bound, want = {"pairs": (short + long, [[0, 1], [2, 3], [4]]), "alone": (1, [[0], [1], [2], [3], [4]])}[slices]
+    body, config = {"question": "Who built forts?", "context": DOCUMENTS, **options}, dict(max_batch_size=8, max_wait_ms=0)
+    asked = dict(monkeypatch=monkeypatch, body=body, key=lambda example: int(example.id))
+    sliced, events = answered_in_order(extractor, config=ServeConfig(max_request_windows=bound, **config), **asked)
+    whole, whole_events = answered_in_order(extractor, config=ServeConfig(**config), **asked)
+    assert reading_steps(events) == want and reading_steps(whole_events) == [[0, 1, 2, 3, 4]]
+    slice_of = {document: number for number, part in enumerate(want) for document in part}
+    for held, read in zip(events, events[1:]):
+        if held[0] == "held":  # a reading step's documents: none of an earlier slice is held then
+            assert {slice_of[document] for document in held[1]} <= {slice_of[read[1]]}, (held, read)
+    position = {event: at for at, event in enumerate(events)}  # a document's last decoding
+    for earlier, later in zip(want, want[1:]):
+        assert max(position["answered", d] for d in earlier) < min(position["read", d] for d in later)
+    (got,), (all_at_once,) = sliced, whole
+    assert_same_answer(got, all_at_once)
+    assert (got["answer"], got["document"]) == (all_at_once["answer"], all_at_once["document"])
+    ranked = extractor("Who built forts?", DOCUMENTS, decoding="joint", **options)
+    assert [(s["document"], s["text"], s["start"], s["end"]) for s in got["spans"]] == [
+        (a.document, a.text, a.start, a.end) for a in ranked.answers]
+    assert [s["score"] for s in got["spans"]] == pytest.approx([a.score for a in ranked.answers], rel=1e-5, abs=1e-6)
+    multi_span = options.get("multi_span", False)
+    assert [s["probability"] is None for s in got["spans"]] == [not multi_span or a.probability is None for a in ranked.answers]
+    assert [s["probability"] for s in got["spans"] if s["probability"] is not None] == pytest.approx(
+        [a.probability for a in ranked.answers if multi_span and a.probability is not None], rel=1e-5, abs=1e-6)
+    best = ranked.documents[ranked.answers[0].document]
+    assert (got["answer"], got["document"], got["abstain"]) == (ranked.answer, ranked.answers[0].document, best.abstain)
+    for name in ("no_answer_score", "confidence", "probability"):
+        assert got[name] == pytest.approx(getattr(best, name), rel=1e-5, abs=1e-6), name

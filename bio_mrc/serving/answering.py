@@ -28,13 +28,15 @@ from .windows import Chunk, ColumnReader, QuestionWindows, question_windows, run
 @dataclass(frozen=True)
 class Question:
     """What one request asks: its examples and how to answer them (``decoding`` already resolved); with
-    ``documents``, one question asked of each example's context, answered by spans ranked across them."""
+    ``documents``, one question asked of each example's context, answered by spans ranked across them: in
+    ``ranking``, where given, after the documents its earlier slices added (None: a ranking of these alone)."""
 
     examples: list[Example]
     decoding: str
     multi_span: bool = False
     top_k: int | None = 1  # None: every span (multi_span over documents)
     documents: bool = False
+    ranking: DocumentRanking | None = None
 
 
 def featurize(trained: TrainedModel, questions: Sequence[Question], read: ColumnReader | None = None) -> list[QuestionWindows]:
@@ -97,12 +99,13 @@ def ranked_documents(extractor: AnswerExtractor, outputs: WindowOutputs, example
     :meth:`AnswerExtractor.answer_documents` ranks them: window by window where the decoding's null is a window's;
     with ``multi_span``, the documents' multi-span answers, scored by their single n-best. Decoded a document at a
     time, as the extractor decodes a slice at a time: all at once, a few documents of millions of characters took
-    gigabytes."""
+    gigabytes. Added to ``request.ranking`` where given (a request's slices share one): the answers over every
+    document it holds so far."""
     def decoded(multi_span: bool) -> Callable[[WindowOutputs, list[Example]], list[Prediction]]:
         return lambda windows, asked: extractor.predict(windows, asked, multi_span, request.decoding,
                                                         n_best=n_best(extractor, request))
 
-    ranking = DocumentRanking(request.top_k, request.multi_span)
+    ranking = DocumentRanking(request.top_k, request.multi_span) if request.ranking is None else request.ranking
     for index in range(begin, end):
         rank_chunk(ranking, select_examples(outputs, [index]), [examples[index]], request.decoding, decoded(False),
                    decoded(True))

@@ -33,6 +33,7 @@ from ..data.text import unwritable_character
 from ..errors import BioMrcError, ModelOutputError, shown_value
 from ..io import json_with_controls_escaped
 from ..json_syntax import json_value
+from ..inference.documents import DocumentRanking
 from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..inference.long_questions import long_questions
 from ..model_card import card_summary
@@ -368,9 +369,16 @@ async def answer_each(scheduler: AnswerScheduler, examples: list, options: Quest
     return predictions
 
 
-async def answer_whole(scheduler: AnswerScheduler, examples: list, options: Question) -> list:
-    """The answers of a request whose questions are answered together (one question over several documents)."""
-    return await scheduler.answer(dataclasses.replace(options, examples=examples), object())
+async def answer_whole(scheduler: AnswerScheduler, examples: list, options: Question) -> list[RankedAnswers]:
+    """The answers of a request whose questions are answered together (one question over several documents): a slice
+    of its documents at a time (:meth:`AnswerScheduler.slices`), each read, run and decoded into one ranking
+    (:class:`~bio_mrc.inference.documents.DocumentRanking`, as :class:`AnswerExtractor` ranks its slices), so that a
+    request over many long documents holds one slice's windows, not all; the last slice's answers rank them all."""
+    owner, ranking = object(), DocumentRanking(options.top_k, options.multi_span)
+    answers: list[RankedAnswers] = []
+    for part in scheduler.slices(examples):
+        answers = await scheduler.answer(dataclasses.replace(options, examples=list(part), ranking=ranking), owner)
+    return answers
 
 
 def listed_problems(items: list[dict[str, Any]]) -> list[Problem]:

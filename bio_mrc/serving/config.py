@@ -38,9 +38,9 @@ class ServeConfig:
                 "cannot hold back short ones", "minimum": 1, "maximum": 100_000_000})
     max_request_windows: int = field(default=SLICE_WINDOWS, metadata={
         "help": "most windows of one request's questions read and answered at once, estimated from their contexts' "
-                "lengths at a token a character: a request past it is answered in consecutive slices of its questions, "
-                "each read once the one before is answered (a question estimated past it is a slice alone), so its "
-                "memory is about one slice's", "minimum": 1, "maximum": 100_000_000})
+                "lengths at a token a character: a request past it is answered in consecutive slices of its questions "
+                "(or of one question's documents), each read once the one before is answered (a question estimated past "
+                "it is a slice alone), so its memory is about one slice's", "minimum": 1, "maximum": 100_000_000})
     long_pass_ms: float = field(default=10.0, metadata={
         "help": "how long one forward pass over a long question's windows (more than one pass of them) may take, "
                 "judged by the passes run so far (at least one window a pass): a short request waits behind others' "

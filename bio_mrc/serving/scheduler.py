@@ -16,7 +16,8 @@ A question goes through :class:`~.batching.DynamicBatcher` queues, the request s
 A request of many questions is asked in consecutive slices of them (:meth:`AnswerScheduler.slices`), each under
 ``--max-request-windows`` windows estimated from the contexts' lengths, the next read once the one before is answered:
 a question's windows and logits live from its reading to its answer, so a request of many long questions holds one
-slice of them at a time; a request under the bound is one slice.
+slice of them at a time; a request under the bound is one slice. One question over several documents is sliced by its
+documents alike, each slice ranked into one ranking across them all.
 
 Reading short questions and running forward passes take turns on one worker thread, each step chosen when the
 thread is free. So a short request waits for about one long chunk's pass behind others' long questions (the one
