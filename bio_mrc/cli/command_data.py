@@ -126,7 +126,9 @@ def _report_read(args: argparse.Namespace, data, path: str, count: int, limit: i
     """Print the relocated offsets and skipped questions of a read (the arguments they name as ``args.command``'s
     flags), and a ``limit`` past its questions; no question left is an error."""
     if data.fixed_offsets:
-        print(printable_line(f"note: relocated answer_start of {counted(len(data.fixed_offsets), 'question')} in {path}: "
+        found = len(data.found_offsets)
+        print(printable_line(f"note: relocated answer_start of {counted(len(data.fixed_offsets), 'question')} in {path}"
+                             f"{f' ({found} missing, found where its text occurs once)' if found else ''}: "
                              f"{', '.join(map(repr, data.fixed_offsets[:10]))}{', ...' if len(data.fixed_offsets) > 10 else ''}"),
               file=sys.stderr)
     for error in data.skipped:

@@ -52,7 +52,8 @@ def decode_config(args: argparse.Namespace, require_answer: bool = True) -> Deco
 def add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix-offsets", action="store_true",
                         help="relocate an answer_start that misses its text to the nearest occurrence of the text, "
-                             "a whole word before a piece of a longer one (reported)")
+                             "a whole word before a piece of a longer one, and give an answer without one the place of "
+                             "its text where the text occurs exactly once in the context (reported)")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="leave out bad questions instead of stopping at the first one (each is reported)")
     parser.add_argument("--format", choices=registry.data_formats(),

@@ -15,6 +15,7 @@ from ..answer_text import mentions
 from ..arguments import check_flag, checked_limit, warn_limit_past
 from ..errors import InputNote, argument
 from ..json_syntax import json_value
+from ..plurals import counted
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
@@ -31,7 +32,8 @@ class SquadFile:
     (a name in :data:`bio_mrc.data.formats.FORMATS`).
 
     ``skipped`` holds the error of every question left out under ``skip_invalid``
-    and ``fixed_offsets`` the ids whose ``answer_start`` was relocated under ``fix_offsets``.
+    and ``fixed_offsets`` the ids whose ``answer_start`` was relocated under ``fix_offsets``, or found where an answer
+    has none (``found_offsets`` lists those too).
     """
 
     examples: list[Example]
@@ -40,6 +42,7 @@ class SquadFile:
     format: str = ""
     skipped: list[DataFormatError] = field(default_factory=list)
     fixed_offsets: list[str] = field(default_factory=list)
+    found_offsets: list[str] = field(default_factory=list)
 
     def gold_texts(self) -> dict[str, list[str]]:
         """``{id: [answer text of each annotator]}``, the gold the official metrics score against."""
@@ -81,7 +84,9 @@ def load_squad(
 
     ``fix_offsets`` relocates an ``answer_start`` that misses its text to the
     occurrence of the text nearest to it, a whole word before a piece of a longer one (the ids are listed in
-    ``fixed_offsets``).
+    ``fixed_offsets``), and gives an answer without one (no key, null, an empty string) the place of its text where
+    the text occurs exactly once in the context (listed in ``fixed_offsets`` and ``found_offsets``); a text that occurs
+    several times or never is refused, with its count.
     ``skip_invalid`` leaves bad questions out instead of raising, and lists their
     errors in ``skipped`` (a bad MRQA span, a table's ``answers`` text that is not JSON and a bad MultiSpanQA record
     too); a malformed file, line or article still raises. ``limit`` keeps the first ``limit`` questions in file
@@ -177,7 +182,7 @@ def validated(
     places, noted = _AnswerPlaces(), False
     for position, (qa, context, title, source, *place) in enumerate(questions, 1):
         try:
-            example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None, position,
+            example = _parse_question(qa, context, title, source, result if fix_offsets else None, position,
                                       context_checked=checked is not None and context is checked, places=places,
                                       place=place[0] if place else None)
             checked = context
@@ -228,7 +233,8 @@ class SquadStream:
     (one paragraph of an official JSON file; an article with no title before its paragraphs, whole) at a time, and
     validates every question as :func:`load_squad` does.
 
-    After an iteration, ``version``, ``skipped`` and ``fixed_offsets`` describe what it read (see :class:`SquadFile`).
+    After an iteration, ``version``, ``skipped``, ``fixed_offsets`` and ``found_offsets`` describe what it read (see
+    :class:`SquadFile`).
     The first iteration to read every question says a ``limit`` past them, as :func:`load_squad` does; ``limit_noted``
     (True once said) keeps the later ones, or every one where a caller says it in its own words, from saying it again.
     """
@@ -245,6 +251,7 @@ class SquadStream:
     format: str = ""
     skipped: list[DataFormatError] = field(default_factory=list)
     fixed_offsets: list[str] = field(default_factory=list)
+    found_offsets: list[str] = field(default_factory=list)
     limit_noted: bool = False
 
     def __iter__(self) -> Iterator[Example]:
@@ -262,7 +269,7 @@ class SquadStream:
             records = detected.read(stream=True)
             result = SquadFile([], "1.1", records.name)
             self.source, self.format = records.name, detected.format
-            self.skipped, self.fixed_offsets = result.skipped, result.fixed_offsets
+            self.skipped, self.fixed_offsets, self.found_offsets = result.skipped, result.fixed_offsets, result.found_offsets
             if records.examples is not None:  # a layout validated whole (MultiSpanQA)
                 yield from _whole_layout(records.examples, result, self.limit, self.skip_invalid, self.needs_gold).examples
                 self.version = result.version
@@ -381,14 +388,15 @@ def generated_id(position: int, question: str, context: str) -> str:
 
 
 def _parse_question(
-    qa: Any, context: Any, title: str, source: str, fixed: list[str] | None, position: int = 1, context_checked: bool = False,
+    qa: Any, context: Any, title: str, source: str, fixed: SquadFile | None, position: int = 1, context_checked: bool = False,
     places: _AnswerPlaces | None = None, place: str | None = None,
 ) -> Example:
     """One question as an :class:`Example`, checked; ``context_checked``: the context (this very string) passed the
     checks with an earlier question of its paragraph, which are not made again: they read it whole, so 10,000 questions
     of one 5,000,000-character context took minutes to read (a paragraph's questions share its one string).
     ``places``: where the answer texts of the questions read before occur in their context, if any. ``place``: where
-    an official file holds the question, its name in an error where neither an id nor a title names it."""
+    an official file holds the question, its name in an error where neither an id nor a title names it. ``fixed``
+    (``fix_offsets``): where a relocated or found answer start is listed."""
     if isinstance(qa, DataFormatError):  # a question its reader could not make a row of (a bad MRQA span)
         raise qa
     unnamed = (title if isinstance(title, str) else None) or place  # a row's source already names its line or row
@@ -416,7 +424,7 @@ def _parse_question(
         raise DataFormatError("question has no answers and is not marked is_impossible", qid, source)
     places = _AnswerPlaces() if places is None else places
     alternatives = tuple((_answer_span(answer, context, qid, source, fixed, places),) for answer in answers)
-    _misplaced_occurrences(qa.get(MISPLACED_SPANS), qid, source, fixed)
+    _misplaced_occurrences(qa.get(MISPLACED_SPANS), qid, source, None if fixed is None else fixed.fixed_offsets)
     return Example(qid, question, context, alternatives, title)
 
 
@@ -424,13 +432,15 @@ def _parse_question(
 # advises correcting the file instead (:func:`as_written`).
 _RELOCATES = f"{argument('fix_offsets', True)} relocates it there: the nearest occurrence, a whole word before one inside a word"
 _PASSES_OVER = f"{argument('fix_offsets', True)} reads the answer where its text is and passes over a misplaced occurrence"
+_FINDS = f"{argument('fix_offsets', True)} finds it there"
 
 
 def as_written(problem: str) -> str:
     """``problem`` (a refusal's, its arguments marked) as a comparison, which takes no ``fix_offsets``, says it: the
     misplaced answer is corrected in the file."""
     return (problem.replace(_RELOCATES, "correct the answer's start in the file: a comparison reads its data as written")
-            .replace(_PASSES_OVER, "correct or remove that char span in the file: a comparison reads its data as written"))
+            .replace(_PASSES_OVER, "correct or remove that char span in the file: a comparison reads its data as written")
+            .replace(_FINDS, "give its answer_start in the file: a comparison reads its data as written"))
 
 
 def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, fixed: list[str] | None) -> None:
@@ -456,6 +466,8 @@ def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any] | 
     answers = qa.get("answers", [] if qa.get("is_impossible") else None)
     if isinstance(answers, dict):
         texts, starts = answers.get("text"), answers.get("answer_start")
+        if isinstance(texts, list) and texts and _missing(starts):  # none given: each answer's start is missing
+            starts = [None] * len(texts)
         if not isinstance(texts, list) or not isinstance(starts, list) or len(texts) != len(starts):
             raise DataFormatError("'answers' needs lists 'text' and 'answer_start' of the same length", qid, source)
         answers = [{"text": text, "answer_start": start} for text, start in zip(texts, starts)]
@@ -467,10 +479,13 @@ def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any] | 
 
 
 def _answer_span(
-    answer: Any, context: str, qid: str, source: str, fixed: list[str] | None, places: _AnswerPlaces,
+    answer: Any, context: str, qid: str, source: str, fixed: SquadFile | None, places: _AnswerPlaces,
 ) -> tuple[int, int]:
-    """The answer's character span; with ``fixed`` (``fix_offsets``) a start that misses the text is relocated."""
+    """The answer's character span; with ``fixed`` (``fix_offsets``) a start that misses the text is relocated, and
+    a missing one found (:func:`_found_span`)."""
     text, start = (answer.get("text"), answer.get("answer_start")) if isinstance(answer, dict) else (None, None)
+    if isinstance(text, str) and carries_text(text) and _missing(start):
+        return _found_span(text, context, qid, source, fixed, places)
     if not isinstance(text, str) or not text or not isinstance(start, int) or isinstance(start, bool):
         raise DataFormatError("answer needs a non-empty 'text' and an integer 'answer_start'", qid, source)
     if not carries_text(text):  # the official scripts read such a gold answer as no answer
@@ -485,9 +500,43 @@ def _answer_span(
         raise DataFormatError(
             f"answer {json_value(text)} is not at answer_start {start}; the text does occur at {nearest} ({_RELOCATES})", qid, source,
         )
-    if qid not in fixed:
-        fixed.append(qid)
+    _listed(fixed.fixed_offsets, qid)
     return nearest, nearest + len(text)
+
+
+def _missing(start: Any) -> bool:
+    """Whether an answer gives no ``answer_start``: null (or no key), an empty string (a table's empty cell) or NaN."""
+    return start is None or start == "" or (isinstance(start, float) and start != start)
+
+
+def _found_span(text: str, context: str, qid: str, source: str, fixed: SquadFile | None, places: _AnswerPlaces) -> tuple[int, int]:
+    """The span of an answer given without a start, with ``fixed`` (``fix_offsets``): its text's place where the text
+    occurs exactly once in the context as a whole word (else anywhere), as written (no other normalisation, no occurrence that cuts a letter's accent
+    off); several places or none are refused with their count, since any guess would train on the wrong words. Without
+    ``fixed``, the refusal names the one place ``fix_offsets`` would take."""
+    found = places.every(context, text)
+    words = set(places.words(context, text))  # its whole-word mentions, where it has any: "Paris" beside "Parisian"
+    found = [at for at in found if at in words] or found
+    if fixed is None:
+        if len(found) != 1:
+            raise DataFormatError("answer needs a non-empty 'text' and an integer 'answer_start'", qid, source)
+        raise DataFormatError(f"answer {json_value(text)} has no answer_start; its text occurs once in the context, at "
+                              f"{found[0]} ({_FINDS})", qid, source)
+    if len(found) != 1:
+        told = (f" (at {', '.join(map(str, found[:5]))}{', ...' if len(found) > 5 else ''}): give its answer_start" if found else
+                _other_normalisation(text, context) or ": give the answer as the context writes it, with its answer_start")
+        raise DataFormatError(f"answer {json_value(text)} has no answer_start and its text occurs "
+                              f"{counted(len(found), 'time')} in the context{told}", qid, source)
+    _listed(fixed.fixed_offsets, qid)
+    _listed(fixed.found_offsets, qid)
+    return found[0], found[0] + len(text)
+
+
+def _listed(ids: list[str], qid: str) -> None:
+    """``qid`` added to ``ids`` once: a question's answers are read together, so only the last id can be it (a search
+    of the whole list made a file of many fixed questions quadratic)."""
+    if not ids or ids[-1] != qid:
+        ids.append(qid)
 
 
 class _AnswerPlaces:
@@ -497,17 +546,43 @@ class _AnswerPlaces:
     def __init__(self) -> None:
         self.context: str | None = None
         self.places: dict[str, list[int]] = {}
+        self.all_places: dict[str, list[int]] = {}
+        self.word_places: dict[str, list[int]] = {}
+
+    def _read(self, context: str) -> None:
+        if context is not self.context:
+            self.context, self.places, self.all_places, self.word_places = context, {}, {}, {}
 
     def of(self, context: str, text: str) -> list[int]:
         """The starts of ``text`` in ``context``, ascending: its whole-word mentions, else every occurrence (none:
         not in it). A whole word first: "an" near "plan an" is the word, not the end of "plan" (whose tokens would
         become the target)."""
-        if context is not self.context:
-            self.context, self.places = context, {}
+        self._read(context)
         if text not in self.places:
             occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
             self.places[text] = (occurrences and [at for at, _ in mentions(context, text)]) or occurrences
         return self.places[text]
+
+    def words(self, context: str, text: str) -> list[int]:
+        """The starts of ``text``'s whole-word mentions in ``context`` (none: no whole word anywhere)."""
+        self._read(context)
+        if text not in self.word_places:
+            self.word_places[text] = [at for at, _ in mentions(context, text)]
+        return self.word_places[text]
+
+    def every(self, context: str, text: str) -> list[int]:
+        """Every start of ``text`` in ``context`` (overlapping ones too), ascending, but for one whose span would end
+        before a combining mark: "cafe" is not in "café" written as "e" and U+0301."""
+        self._read(context)
+        if text not in self.all_places:
+            found, at = [], context.find(text)
+            while at >= 0:
+                end = at + len(text)
+                if end == len(context) or not unicodedata.category(context[end]).startswith("M"):
+                    found.append(at)
+                at = context.find(text, at + 1)
+            self.all_places[text] = found
+        return self.all_places[text]
 
 
 def _nearest(places: list[int], start: int) -> int:

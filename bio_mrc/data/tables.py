@@ -98,7 +98,18 @@ def _decoded_bytes(array: Any) -> int:
 def dataframe_records(frame: Any, name: str = "pandas.DataFrame") -> Records:
     """A DataFrame's rows: lists in cells may be NumPy arrays (as pandas reads Parquet); they become lists."""
     check_columns([str(column) for column in frame.columns], name, "DataFrame")
-    return Records(name, rows=table_rows(enumerate(frame.to_dict("records")), name))
+    rows = (_whole_starts(row) for row in frame.to_dict("records"))
+    return Records(name, rows=table_rows(enumerate(rows), name))
+
+
+def _whole_starts(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with an ``answer_start`` array that pandas made float to hold a missing value as NaN (reading a Parquet
+    list of integers with a null) as the integers it held, each NaN a missing start; any other value as it is."""
+    answers = row.get("answers")
+    starts = answers.get("answer_start") if isinstance(answers, dict) else None
+    if getattr(getattr(starts, "dtype", None), "kind", None) != "f" or not all(s != s or float(s).is_integer() for s in starts):
+        return row
+    return {**row, "answers": {**answers, "answer_start": [None if s != s else int(s) for s in starts]}}
 
 
 def list_records(rows: Sequence[Any], name: str = "list of dicts") -> Records:

@@ -1,0 +1,246 @@
+"""Hand-written questions without ``answer_start``: under ``fix_offsets`` (``--fix-offsets``) an answer whose text
+occurs exactly once in its context is read there, in every form; a text that occurs several times or never is refused
+in one line naming the file, the record and the count; without it the refusal says where the flag finds one."""
+
+import json
+import unicodedata
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.data.answer_parts import load_answer_parts
+from bio_mrc.data.squad import as_written, load_squad, stream_squad
+from bio_mrc.errors import DataFormatError
+
+from .test_data_formats import TABLES
+from .test_data_sources import FORMS, Q2_SOURCE, write_jsonl
+
+ADA = "The letters were written by Ada Lovelace in 1843."
+TWICE = "Paris is in France. Paris is big."
+NAMES = "Denmark, Iceland and Norway sent raiders."
+
+
+def official(*qas, context=ADA):
+    return {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": list(qas)}]}]}
+
+
+def asked(qid, *answers):
+    """A question whose answers are ``{"text": ...}`` objects with what each gives of ``answer_start`` (absent: no key)."""
+    return {"id": qid, "question": "Who?", "answers": list(answers)}
+
+
+def row(qid, texts, starts=..., context=ADA):
+    """A question in the Hugging Face columns; ``starts`` left out: no ``answer_start`` key at all."""
+    answers = {"text": texts} if starts is ... else {"text": texts, "answer_start": starts}
+    return {"id": qid, "title": "t", "context": context, "question": "Who?", "answers": answers}
+
+
+def squad_like(answer):
+    """The four questions of test_data_sources' ``squad_json``, its q2 answered by ``answer`` (an answer object) with
+    a null ``answer_start``, as every form can hold it."""
+    from .test_data_sources import squad_json
+
+    raw = squad_json()
+    raw["data"][0]["paragraphs"][0]["qas"][1]["answers"] = [{**answer, "answer_start": None}]
+    return raw
+
+
+def write_official(tmp_path, raw, name="mine.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+# --- every form -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_missing_start_of_a_text_there_once_is_found_in_every_form(tmp_path, form):
+    data = load_squad(FORMS[form](tmp_path, squad_like({"text": "Spain"})), fix_offsets=True)  # "Spain" is at 47, once
+    assert data.examples[1].answers == (((47, 52),),) and data.fixed_offsets == ["q2"] and data.found_offsets == ["q2"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_missing_start_of_a_text_there_twice_is_refused_in_every_form(tmp_path, form):
+    with pytest.raises(DataFormatError) as info:  # "France" is at 24 and at 32
+        load_squad(FORMS[form](tmp_path, squad_like({"text": "France"})), fix_offsets=True)
+    assert info.value.problem.startswith('answer "France" has no answer_start and its text occurs 2 times in the context '
+                                         "(at 24, 32): give its answer_start")
+    assert info.value.record == "q2" and info.value.source == Q2_SOURCE[form].format(tmp=tmp_path)
+
+
+@pytest.mark.parametrize("form", TABLES)
+@pytest.mark.parametrize("starts", [..., [None], None], ids=["no-key", "null", "null-list"])
+def test_tables_read_a_missing_start_as_the_texts_one_place(tmp_path, form, starts):
+    rows = [row("q1", ["Ada Lovelace"], starts), row("q2", ["1843"], [44])]
+    if starts is ... and form in ("parquet", "dataframe-from-parquet"):
+        rows = [row("q1", ["Ada Lovelace"], [None]), rows[1]]  # a Parquet struct holds every row's fields: null, not absent
+    data = load_squad(TABLES[form](tmp_path, rows), fix_offsets=True)
+    assert [example.answers for example in data.examples] == [(((28, 40),),), (((44, 48),),)]
+    assert data.found_offsets == ["q1"] and data.fixed_offsets == ["q1"]
+
+
+def test_an_empty_start_in_a_csv_answers_cell_is_a_missing_one(tmp_path):
+    path = tmp_path / "my.csv"
+    path.write_text('id,question,context,answers\n'
+                    f'q1,Who wrote them?,{ADA},"{{""text"": [""Ada Lovelace""], ""answer_start"": [""""]}}"\n'
+                    f'q2,When?,{ADA},"{{""text"": [""1843""]}}"\n', encoding="utf-8")
+    data = load_squad(path, fix_offsets=True)
+    assert [example.answers for example in data.examples] == [(((28, 40),),), (((44, 48),),)]
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.source == f"{path}, row 0" and info.value.record == "q1"
+
+
+def test_a_jsonl_file_names_the_line_of_a_text_found_twice(tmp_path):
+    path = write_jsonl(tmp_path / "mine.jsonl", [row("q1", ["1843"], [None]), row(None, ["Paris"], context=TWICE)])
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path, fix_offsets=True)
+    assert info.value.source == f"{path}, line 2" and info.value.record.startswith("q2-")
+    assert info.value.problem.startswith('answer "Paris" has no answer_start and its text occurs 2 times in the context (at 0, 20)')
+
+
+# --- the rule ---------------------------------------------------------------------------------------
+
+def test_a_text_the_context_lacks_is_refused_with_its_count(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "Babbage"})))
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path, fix_offsets=True)
+    assert info.value.problem.startswith('answer "Babbage" has no answer_start and its text occurs 0 times in the context: give '
+                                  "the answer as the context writes it, with its answer_start")
+    assert str(info.value).endswith(f"(in {path}, record 'q1')")
+
+
+def test_a_text_in_another_unicode_normalisation_never_matches(tmp_path):
+    """The context writes "é" as one code point, the answer as "e" and U+0301: they look alike and are not found."""
+    context = unicodedata.normalize("NFC", "Le café est ouvert.")
+    text = unicodedata.normalize("NFD", "café")
+    path = write_official(tmp_path, official(asked("q1", {"text": text}), context=context))
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path, fix_offsets=True)
+    assert "occurs 0 times in the context" in info.value.problem
+    assert "once both are in one Unicode normalisation form" in info.value.problem
+
+
+def test_a_text_that_would_cut_an_accent_off_its_letter_is_not_found(tmp_path):
+    """ "cafe" is the first four code points of "café" written as "e" and U+0301: a span there cuts the accent off."""
+    context = unicodedata.normalize("NFD", "Le café est ouvert.")
+    path = write_official(tmp_path, official(asked("q1", {"text": "cafe"}), context=context))
+    with pytest.raises(DataFormatError, match="occurs 0 times in the context"):
+        load_squad(path, fix_offsets=True)
+    decomposed = write_official(tmp_path, official(asked("q1", {"text": unicodedata.normalize("NFD", "café")}), context=context),
+                                "nfd.json")
+    assert load_squad(decomposed, fix_offsets=True).examples[0].answers == (((3, 8),),)
+
+
+def test_overlapping_occurrences_count_apart(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "aa"}), context="The cry was aaa."))
+    with pytest.raises(DataFormatError, match=r"occurs 2 times in the context \(at 12, 13\)"):
+        load_squad(path, fix_offsets=True)
+
+
+def test_several_annotators_each_found_alone(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "Ada Lovelace"}, {"text": "Lovelace", "answer_start": None},
+                                                   {"text": "Ada Lovelace", "answer_start": 28})))
+    data = load_squad(path, fix_offsets=True)
+    assert data.examples[0].answers == (((28, 40),), ((32, 40),), ((28, 40),)) and data.found_offsets == ["q1"]
+    twice = write_official(tmp_path, official(asked("q1", {"text": "Ada"}, {"text": "Paris"}), context=TWICE + " Ada."), "b.json")
+    with pytest.raises(DataFormatError, match='answer "Paris" has no answer_start and its text occurs 2 times'):
+        load_squad(twice, fix_offsets=True)
+
+
+def test_the_parts_of_one_answer_each_found_alone(tmp_path):
+    path = write_jsonl(tmp_path / "parts.jsonl", [row("q1", ["Denmark", "Iceland", "Norway"], context=NAMES)])
+    assert load_answer_parts(path, fix_offsets=True)[0].answers == (((0, 7), (9, 16), (21, 27)),)
+    # "and" inside "Iceland" too: the whole word is its one mention
+    word = write_jsonl(tmp_path / "word.jsonl", [row("q1", ["Denmark", "raiders", "and"], [0, None, None], context=NAMES)])
+    assert load_answer_parts(word, fix_offsets=True)[0].answers == (((0, 7), (17, 20), (33, 40)),)
+    twice = "Denmark and Iceland and Norway sent raiders."
+    again = write_jsonl(tmp_path / "again.jsonl", [row("q1", ["Denmark", "and"], [0, None], context=twice)])
+    with pytest.raises(DataFormatError, match=r'answer "and" has no answer_start and its text occurs 2 times in the context \(at 8, 20\)'):
+        load_answer_parts(again, fix_offsets=True)
+
+
+def test_a_relocated_start_and_a_found_one_are_both_listed(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "1843", "answer_start": 3}), asked("q2", {"text": "1843"}),
+                                             asked("q3", {"text": "1843", "answer_start": 44})))
+    data = load_squad(path, fix_offsets=True)
+    assert data.fixed_offsets == ["q1", "q2"] and data.found_offsets == ["q2"]
+    streamed = stream_squad(path, fix_offsets=True)
+    assert [example.answers for example in streamed] == [example.answers for example in data.examples]
+    assert streamed.fixed_offsets == ["q1", "q2"] and streamed.found_offsets == ["q2"]
+
+
+def test_skip_invalid_skips_a_text_found_twice(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "Paris"}), asked("q2", {"text": "big"}), context=TWICE))
+    data = load_squad(path, fix_offsets=True, skip_invalid=True)
+    assert [example.id for example in data.examples] == ["q2"] and [error.record for error in data.skipped] == ["q1"]
+
+
+# --- without fix_offsets ----------------------------------------------------------------------------
+
+def test_without_fix_offsets_the_refusal_says_the_flag_finds_a_text_there_once(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "Ada Lovelace"})))
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.problem.startswith('answer "Ada Lovelace" has no answer_start; its text occurs once in the context, at 28 '
+                                  "(fix_offsets=True finds it there)")
+    assert as_written(info.value.marked_problem).startswith('answer "Ada Lovelace" has no answer_start; its text occurs once in the '
+                                                     "context, at 28 (give its answer_start in the file: a comparison reads "
+                                                     "its data as written)")
+
+
+@pytest.mark.parametrize("text, context", [("Paris", TWICE), ("Babbage", ADA)])
+def test_without_fix_offsets_a_text_not_there_once_keeps_its_refusal(tmp_path, text, context):
+    path = write_official(tmp_path, official(asked("q1", {"text": text}), context=context))
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.problem.startswith("answer needs a non-empty 'text' and an integer 'answer_start'; read as squad")
+
+
+def test_bad_starts_that_are_given_keep_their_refusals(tmp_path):
+    for start in ("28", 28.0, True, []):
+        path = write_official(tmp_path, official(asked("q1", {"text": "Ada Lovelace", "answer_start": start})))
+        with pytest.raises(DataFormatError, match="answer needs a non-empty 'text' and an integer 'answer_start'"):
+            load_squad(path, fix_offsets=True)
+    columns = write_jsonl(tmp_path / "short.jsonl", [row("q1", ["Ada Lovelace"], [])])
+    with pytest.raises(DataFormatError, match="'answers' needs lists 'text' and 'answer_start' of the same length"):
+        load_squad(columns, fix_offsets=True)
+
+
+# --- the commands -----------------------------------------------------------------------------------
+
+def test_evaluate_notes_the_found_start_and_names_the_flag(tmp_path, capsys):
+    data = write_jsonl(tmp_path / "gold.jsonl", [row("q1", ["Ada Lovelace"]), row("q2", ["1843"], [44])])
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"q1": "Ada Lovelace", "q2": "1843"}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('error: answer "Ada Lovelace" has no answer_start; its text occurs once in the context, at 28 '
+                          "(--fix-offsets finds it there)") and err.count("\n") == 1
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--fix-offsets"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["exact_match"] == 100.0
+    assert f"note: relocated answer_start of 1 question in {data} (1 missing, found where its text occurs once): 'q1'" in captured.err
+
+
+def test_a_dataframe_start_made_float_by_a_missing_one_reads_as_its_integer(tmp_path):
+    """pandas holds a Parquet list of integers with a null as floats and NaN: a whole float is its integer, no other."""
+    numpy = pytest.importorskip("numpy")
+    pandas = pytest.importorskip("pandas")
+    rows = [row("q1", ["Ada Lovelace"], numpy.array([numpy.nan])), row("q2", ["1843"], numpy.array([44.0]))]
+    data = load_squad(pandas.DataFrame(rows), fix_offsets=True)
+    assert [example.answers for example in data.examples] == [(((28, 40),),), (((44, 48),),)]
+    with pytest.raises(DataFormatError, match="answer needs a non-empty 'text' and an integer 'answer_start'") as info:
+        load_squad(pandas.DataFrame([row("q1", ["1843"], numpy.array([44.5]))]), fix_offsets=True)
+    assert info.value.record == "q1"
+
+
+def test_a_missing_start_is_found_at_the_one_whole_word_mention_beside_longer_words(tmp_path):
+    context = "Parisian cafes line the streets of Paris, and Parisians love them."
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"id": "q1", "question": "Which city?", "context": context,
+                                "answers": [{"text": "Paris"}]}) + "\n")
+    data = load_squad(str(path), fix_offsets=True)
+    (example,) = data.examples
+    assert example.answers[0][0] == (35, 40) and context[35:40] == "Paris"
+    assert data.found_offsets == ["q1"]
