@@ -33,7 +33,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "sole_process_in", "written_alone", "FolderBusyError",
            "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
-           "json_with_controls_escaped"]
+           "json_with_controls_escaped", "files_state"]
 
 
 def home_expanded(path: Any) -> Any:
@@ -819,6 +819,18 @@ def written_alone(folder: str | Path, refusal: str = FOLDER_BUSY) -> Iterator[No
             raise
         finally:
             held.discard(real)
+
+
+def files_state(folder: str | Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """Each file at the top of ``folder`` by name, inode, size, modification and change times: two equal states mean no
+    file was written or replaced between them (a replacement is a new inode, and no copy keeps the change time), so a
+    reader that finds the same state before and after reading a model read one model, not parts of two."""
+    state = []
+    for path in sorted(Path(folder).iterdir()) if Path(folder).is_dir() else []:
+        with contextlib.suppress(OSError):  # removed meanwhile: left out, so the state differs
+            info = path.stat()
+            state.append((path.name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    return tuple(state)
 
 
 def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:

@@ -301,6 +301,43 @@ def test_a_second_predict_into_the_answers_another_is_writing_is_refused_and_lea
     assert stream.read_text(encoding="utf-8") == "" and json.loads(output.read_text(encoding="utf-8")) == {}
 
 
+@pytest.mark.parametrize("resume", [[], ["--resume"]])
+def test_a_second_predict_command_is_refused_before_it_reads_its_data_or_loads_its_model(saved_model, tmp_path, monkeypatch,  # noqa: F811
+                                                                                        capsys, resume):
+    """Another process writing the answers (a real one, holding the stream as predict does): the second is refused at
+    once, its data unread and its model unloaded (it loaded the model first, then was refused), the answers as they were."""
+    pytest.importorskip("fcntl")
+    import subprocess
+    import sys
+
+    import bio_mrc.cli.answer_commands as answer_commands
+    from bio_mrc.inference.loading import TrainedModel
+
+    output, stream = tmp_path / "p.json", tmp_path / "p.answers.jsonl"
+    stream.write_text('{"id": "first"}\n', encoding="utf-8")
+    monkeypatch.setattr(TrainedModel, "load", classmethod(lambda cls, *args, **kwargs: pytest.fail("the model was loaded")))
+    monkeypatch.setattr(answer_commands, "prediction_questions", lambda *args, **kwargs: pytest.fail("the data was read"))
+    holder = ("import sys; from bio_mrc.io import sole_writer\n"
+              f"with sole_writer({str(stream)!r}, 'answers'):\n    print('held', flush=True); sys.stdin.read()")
+    other = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline() == "held\n"
+        assert main(["predict", "--model", str(saved_model), "--data", str(SAMPLE_V1), "--output", str(output), *resume]) == 2
+    finally:
+        other.communicate("")
+    assert capsys.readouterr().err.strip() == ("error: another process is writing answers into this file now; wait for it "
+                                               f"to end or choose another output (in {stream})")
+    assert stream.read_text(encoding="utf-8") == '{"id": "first"}\n' and sorted(os.listdir(tmp_path)) == ["p.answers.jsonl"]
+
+
+def test_a_predict_refused_after_its_claim_leaves_no_answers_file_of_its_making(saved_model, tmp_path, capsys):  # noqa: F811
+    """The answers file is claimed before the data is read: a refusal of the data then leaves neither it nor its folder."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    assert main(["predict", "--model", str(saved_model), "--data", str(bad), "--output", str(tmp_path / "new" / "p.json")]) == 2
+    assert sorted(os.listdir(tmp_path)) == ["bad.jsonl"]
+
+
 def test_train_warns_when_its_held_out_questions_are_training_questions(tiny_encoder_dir, tmp_path, capsys, monkeypatch):
     from bio_mrc.training import train
 

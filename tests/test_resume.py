@@ -272,8 +272,8 @@ def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_
     with sole_process_in(out, "held"):  # the first run, training there now
         assert main(command) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"error: another process is training into this folder now; wait for it to end, or choose another "
-                   f"--output-dir (in {out})"), err
+    assert err == ("error: another process is writing into this folder now (a train, tune, export or convert of a model "
+                   f"there); wait for it to end, or choose another --output-dir (in {out})"), err
     assert (out / "checkpoints" / "theirs.txt").read_text() == "the first run's"
 
 

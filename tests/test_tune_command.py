@@ -485,29 +485,28 @@ def test_a_tune_of_a_folder_another_process_writes_is_refused_before_it_reads_th
 
 
 def test_a_train_into_a_folder_a_tune_or_export_writes_is_refused(tmp_path, capsys, monkeypatch):
-    """train's lock and the one tune and export hold are one: neither writes a model folder the other writes."""
+    """train's lock and the one tune and export hold are one: neither writes a model folder the other writes. The
+    refusal names what may hold it, not a train: here a tune or an export (another process) does."""
     pytest.importorskip("fcntl")
+    import subprocess
+    import sys
+
     import bio_mrc.cli.train_command
-    from bio_mrc.io import written_alone
 
     out = tmp_path / "model"
     monkeypatch.setattr(bio_mrc.cli.train_command, "_train_into", lambda args: pytest.fail("the train went on"))
-    held, release = threading.Event(), threading.Event()
-
-    def other_writer():  # another thread stands for another process: a thread's own hold is taken as held again
-        with written_alone(out):
-            held.set()
-            release.wait(60)
-
-    writer = threading.Thread(target=other_writer)
-    writer.start()
+    holder = ("import sys; from bio_mrc.io import written_alone\n"
+              f"with written_alone({str(out)!r}):\n    print('held', flush=True); sys.stdin.read()")
+    other = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert held.wait(60)
+        assert other.stdout.readline() == "held\n"  # the other process holds the folder, as a tune writing it does
         assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "e", "--overwrite"]) == 2
     finally:
-        release.set()
-        writer.join()
-    assert capsys.readouterr().err.strip().startswith("error: another process is training into this folder now")
+        other.communicate("")  # its standard input ends: it lets go and exits
+    assert capsys.readouterr().err.strip() == (
+        "error: another process is writing into this folder now (a train, tune, export or convert of a model there); "
+        f"wait for it to end, or choose another --output-dir (in {out})")
+    assert other.returncode == 0
 
 
 def test_a_tune_of_one_decoding_on_the_same_questions_keeps_the_others_calibrators(trained_dir, tmp_path, capsys):  # noqa: F811

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -22,8 +23,7 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ..inference.files import prediction_outputs
-    from ..inference.saved_settings import check_saved_decodings, check_saved_length_prior
+    from ..inference.files import answers_claimed, prediction_outputs
     from ..inference.sharding import Shard
 
     if args.resume and args.output == "-":
@@ -33,6 +33,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_outputs_apart(outputs, [args.data], [args.model])
     decode = decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
+    # rank 0 holds the answers file from here: a second predict into it is refused before it reads data or a model
+    with answers_claimed(output) if shard.writes and output != "-" else contextlib.nullcontext():
+        return _predict_into(args, output, decode, shard)
+
+
+def _predict_into(args: argparse.Namespace, output, decode, shard) -> int:
+    """``predict`` once its options are checked and its answers file held."""
+    from ..inference.saved_settings import check_saved_decodings, check_saved_length_prior
+
     task = format_task(args)
     check_saved_decodings(args.model, args.decoding)  # before the data is read
     check_saved_length_prior(args.model, args.decoding, decode.bio_length_prior)

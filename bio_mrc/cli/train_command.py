@@ -46,8 +46,9 @@ def _training_alone(output_dir: Path) -> Iterator[None]:
     if launcher_number("RANK") != 0:
         yield
         return
-    with written_alone(output_dir, "another process is training into this folder now; wait for it to end, or choose "
-                                   "another --output-dir"):
+    # the folder's one lock is held by train, tune, export and convert alike: which of them holds it is not known here
+    with written_alone(output_dir, "another process is writing into this folder now (a train, tune, export or convert "
+                                   "of a model there); wait for it to end, or choose another --output-dir"):
         yield
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from ..errors import DataFormatError
-from ..io import atomic_writers, home_expanded, printable_json
+from ..io import atomic_writers, home_expanded, printable_json, remove_file, sole_writer
 from ..json_syntax import json_value
 from ..types import Prediction
 from .answers import no_answer_probability
@@ -116,6 +119,41 @@ def prediction_paths(output: Path, decoding: str, several: bool) -> DecodingFile
 def answers_stream_path(output: str | Path) -> Path:
     """``preds.json`` -> ``preds.answers.jsonl``, beside the official file (:func:`side_file`)."""
     return side_file(Path(output), STREAM_SUFFIX)
+
+
+_CLAIMED = threading.local()  # the answers streams this thread holds (answers_claimed): path -> whether it was there
+
+
+@contextlib.contextmanager
+def answers_claimed(output: str | Path) -> Iterator[None]:
+    """Hold the answers stream beside ``output`` (:func:`~bio_mrc.io.sole_writer`) from before any work, so a second
+    ``predict`` into it is refused before it reads its data or loads its model; ``predict_to_files`` in this thread
+    takes it as held (:func:`claimed_before`). A stream, and folders, made here and left empty by a failure are removed."""
+    stream = answers_stream_path(home_expanded(output))
+    made = [path for path in stream.parents if not path.exists()]
+    existed, taken = stream.exists(), False
+    claimed = _CLAIMED.__dict__.setdefault("streams", {})
+    stream.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with sole_writer(stream, "answers"):
+            taken, claimed[os.path.abspath(stream)] = True, existed
+            try:
+                yield
+            finally:
+                claimed.pop(os.path.abspath(stream), None)
+    except BaseException:
+        if taken and not existed and stream.is_file() and stream.stat().st_size == 0:  # refused: the file is the other's
+            remove_file(stream, stream.parent)
+        for path in made:
+            if path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        raise
+
+
+def claimed_before(stream: Path) -> bool | None:
+    """Whether ``stream``, which this thread holds by :func:`answers_claimed`, was there before the claim; None where
+    this thread does not hold it."""
+    return _CLAIMED.__dict__.get("streams", {}).get(os.path.abspath(stream))
 
 
 def run_record_path(output: str | Path) -> Path:

@@ -13,7 +13,8 @@ from ..arguments import (checked_limit, count_argument, first_questions, instanc
 from ..data.squad import SquadFile, read_squad
 from ..decoding.postprocess import DecodeConfig
 from ..hub import check_name_given
-from ..io import check_outputs_apart, staged_folder
+from ..errors import OutputError
+from ..io import check_outputs_apart, files_state, staged_folder
 from ..model import BioMrcConfig
 from ..model_folder import is_model_temporary
 from ..plurals import counted
@@ -125,6 +126,7 @@ def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
     from .tuning import tune_for_model, tuning_provenance
 
     examples, calibrate = questions.examples, questions.calibrate
+    read = files_state(plan.model) if Path(plan.model).is_dir() else None  # a hub snapshot is never rewritten
     trained = TrainedModel.load(plan.model, progress=plan.progress, precision=plan.precision, device=plan.device,
                                 decodings=plan.decodings or (), revision=plan.revision)
     check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior)  # a hub id's, settled now
@@ -136,7 +138,7 @@ def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
         before_saving(tuned)
     description = first_questions(plan.name, plan.limit, len(examples))
     provenance = tuning_provenance(description, examples, questions.training_questions, tuned.skipped_calibrators)
-    _save(plan.model, plan.target, trained, tuned, provenance)
+    _save(plan.model, plan.target, trained, tuned, provenance, read)
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
     lines += unkept_options_lines(plan.options, trained.decode_config(DecodeConfig()), plan.task)
     lines.append(f"saved in {plan.target / 'config.json'}"
@@ -178,10 +180,12 @@ def unkept_options_lines(given: DecodeConfig, answered: DecodeConfig, task: regi
             "extract and serve answer with its own unless given the same"]
 
 
-def _save(model: str | Path, target: Path, trained: Any, tuned: TunedSettings, provenance: dict[str, Any]) -> None:
+def _save(model: str | Path, target: Path, trained: Any, tuned: TunedSettings, provenance: dict[str, Any],
+          read: tuple | None = None) -> None:
     """The tuned settings into the model's ``config.json``, or into a copy of the folder ``trained`` was read from (a
     hub id's snapshot in the cache) made whole in a staging folder in ``target``, so a full disk leaves no model that
-    looks complete but is not."""
+    looks complete but is not. ``read``: the folder's :func:`~bio_mrc.io.files_state` before the model was read; a copy
+    of a folder written since (a ``train`` into it) is refused: its files beside this config would be two models."""
     from .tuning import save_tuned_settings
 
     config = trained.model.config
@@ -190,6 +194,9 @@ def _save(model: str | Path, target: Path, trained: Any, tuned: TunedSettings, p
         return
     with staged_folder(target, False, TUNE_STAGING_DIR) as staging:
         copy_model(Path(trained.path), staging)  # the snapshot of the revision read
+        if read is not None and files_state(trained.path) != read:
+            raise OutputError(f"{model} changed while it was tuned (another process wrote a model there): no copy is saved; "
+                              "tune again once that process is done", str(target))
         save_tuned_settings(staging, config, tuned.thresholds, tuned.settings, provenance, staged_for=target)
 
 

@@ -43,7 +43,7 @@ from ..progress import WindowBars, inference_bar, open_window_bars, questions_do
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
-from .files import (DecodingFiles, answer_record, answer_record_problem, answers_stream_path, prediction_outputs,
+from .files import (DecodingFiles, answer_record, answer_record_problem, answers_stream_path, claimed_before, prediction_outputs,
                     run_record_path, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
@@ -174,8 +174,15 @@ def check_resumed_options(output: str | Path, given: dict) -> None:
     """Before the model loads: the record of the stream a ``--resume`` continues against ``given``
     (:func:`given_run_record`), so other options or data are refused before any weight loads."""
     output = home_expanded(output)
-    if str(output) != "-" and answers_stream_path(output).is_file():
+    if str(output) != "-" and stream_there(answers_stream_path(output)):
         check_run_record(run_record_path(output), given)
+
+
+def stream_there(stream: Path) -> bool:
+    """Whether the answers ``stream`` holds a run to resume: a file there before ``bio-mrc predict`` claimed it (the claim
+    makes an empty one), else a file there now."""
+    before = claimed_before(stream)
+    return stream.is_file() if before is None else before
 
 
 def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:
@@ -332,13 +339,15 @@ def predict_to_files(
     stream = None if to_stdout else answers_stream_path(output)
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
-    resumes = resume and stream.is_file()
+    claimed = stream is not None and claimed_before(stream) is not None  # bio-mrc predict holds it from before any work
+    resumes = resume and stream_there(stream)
     with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, until the official files are written
 
         def claim() -> list[str]:
             if stream is not None:
                 stream.parent.mkdir(parents=True, exist_ok=True)
-                held.enter_context(sole_writer(stream, "answers"))
+                if not claimed:
+                    held.enter_context(sole_writer(stream, "answers"))
                 _remove_temporaries(outputs)
                 _claim_record(run_record_path(output), run_record(trained, plan, source), resumes)
             return resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else []
