@@ -48,7 +48,7 @@ from .errors import ConfigError, InputWarning, ModelFormatError, argument
 from .evaluation_record import EVAL_FILE
 from .io import is_temporary_of, non_utf8_byte, remove_file, remove_temporaries_of, special_file_kind
 from .json_syntax import decode_hint, json_value
-from .model_defaults import BIO_LOSS_REDUCTIONS, MODEL_FORMAT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
+from .model_defaults import BIO_LOSS_REDUCTIONS, HEADS, MODEL_FORMAT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 from .plurals import counted, number_form
@@ -712,7 +712,8 @@ def transformers_float(name: str) -> dict[str, str]:
     return {"__float__": name}
 
 
-def _is_int(value: Any) -> bool:
+def is_plain_int(value: Any) -> bool:
+    """A JSON integer as ``json`` reads one: an int, never a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -733,12 +734,12 @@ def check_plain_sizes(config: Mapping[str, Any], folder: Path, where: str = "enc
         if name not in encoder and (name != "vocab_size" or not where):  # a model's tokenizer is checked against it
             continue
         value, least = encoder.get(name), 0 if name == "type_vocab_size" else 1
-        if not _is_int(value) or not least <= value <= limit:
+        if not is_plain_int(value) or not least <= value <= limit:
             raise fail(folder, "config.json", f"{where}{name} must be an integer in [{least}, {limit:,}], got {json_value(value)}")
     for name in ENCODER_RATES:
-        if name in encoder and encoder[name] is not None and not (_is_number(encoder[name]) and 0 <= encoder[name] < 1):
+        if name in encoder and encoder[name] is not None and not (is_finite_number(encoder[name]) and 0 <= encoder[name] < 1):
             raise fail(folder, "config.json", f"{where}{name} must be a number in [0, 1), got {json_value(encoder[name])}")
-    if "layer_norm_eps" in encoder and not (_is_number(encoder["layer_norm_eps"]) and 0 < encoder["layer_norm_eps"] < 1):
+    if "layer_norm_eps" in encoder and not (is_finite_number(encoder["layer_norm_eps"]) and 0 < encoder["layer_norm_eps"] < 1):
         raise fail(folder, "config.json", f"{where}layer_norm_eps must be a number in (0, 1), got {json_value(encoder['layer_norm_eps'])}")
     for place, settings in (("", config), (where, encoder)):
         if settings.get("dtype") not in DTYPES:
@@ -755,7 +756,7 @@ def _check_heads_divide(encoder: Mapping[str, Any], folder: Path, where: str) ->
         return
     defaults = {} if all(name in encoder for name in names) else _config_defaults(encoder.get("model_type"))
     size, heads = (encoder.get(name, defaults.get(name)) for name in names)
-    if not (_is_int(size) and _is_int(heads)) or size % heads == 0:
+    if not (is_plain_int(size) and is_plain_int(heads)) or size % heads == 0:
         return
     shown = [f"{name} {value}" if name in encoder else f"{name} {value} ({encoder.get('model_type')}'s default: "
              f"{where}{name} is missing)" for name, value in zip(names, (size, heads))]
@@ -777,7 +778,7 @@ def _check_padding_id(encoder: Mapping[str, Any], folder: Path, where: str) -> N
     """The padding token's id is a row of the embeddings: otherwise building the encoder ends in ``Padding_idx must be
     within num_embeddings``."""
     pad, vocab_size = encoder.get("pad_token_id"), encoder.get("vocab_size")
-    if pad is not None and not (_is_int(pad) and 0 <= pad < (vocab_size if _is_int(vocab_size) else SIZE_LIMITS["vocab_size"])):
+    if pad is not None and not (is_plain_int(pad) and 0 <= pad < (vocab_size if is_plain_int(vocab_size) else SIZE_LIMITS["vocab_size"])):
         raise fail(folder, "config.json", f"{where}pad_token_id must be null or a token id below vocab_size {vocab_size}, "
                                           f"got {json_value(pad)}")
 
@@ -797,7 +798,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     if config.get("return_dict", True) is not True:  # bio_mrc reads the heads' outputs by name, never a tuple's places
         raise fail(folder, "config.json", f"return_dict must be true (the forward pass's outputs by name), got "
                                           f"{json_value(config['return_dict'])}: delete it")
-    heads = config.get("heads", "span+bio")
+    heads = config.get("heads", HEADS)
     if not isinstance(heads, str):  # named as written, not as the empty name it was checked as
         raise fail(folder, "config.json", f"heads must be one of {registry.head_choices()}, got {json_value(heads)}")
     try:
@@ -807,7 +808,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     windows = {name: config.get(name) for name in WINDOW_FIELDS}
     for name, value in windows.items():  # a doc_stride of 0 (windows without overlap) is one train makes
         least, most = WINDOW_MINIMUMS[name], SIZE_LIMITS["max_position_embeddings"]
-        if value is not None and (not _is_int(value) or not least <= value <= most):
+        if value is not None and (not is_plain_int(value) or not least <= value <= most):
             raise fail(folder, "config.json", f"{name} must be an integer in [{least}, {most:,}], got {json_value(value)}")
     if config.get("tag_level", "word") not in TAG_LEVELS:
         raise fail(folder, "config.json", f"tag_level must be one of {TAG_LEVELS}, got {json_value(config.get('tag_level'))}")
@@ -826,7 +827,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     _check_decoding_settings(config, folder)
     check_head_settings(config, folder)
     for decoding, probability in _mapping(config, "min_span_probabilities", folder).items():
-        if not (_is_number(probability) and 0 <= probability <= 1):
+        if not (is_finite_number(probability) and 0 <= probability <= 1):
             raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {json_value(probability)}")
     for decoding, calibrator in _mapping(config, "calibration", folder).items():
         _check_calibrator(decoding, calibrator, folder)
@@ -837,10 +838,10 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
 def _check_decoding_settings(config: Mapping[str, Any], folder: Path) -> None:
     """The BIO length prior and the answer-length limit saved in ``config``: each absent, or in the range a decoding takes."""
     prior = config.get("bio_length_prior")
-    if prior is not None and not (_is_number(prior) and abs(prior) <= MAX_SETTING):
+    if prior is not None and not (is_finite_number(prior) and abs(prior) <= MAX_SETTING):
         raise fail(folder, "config.json", f"bio_length_prior must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {json_value(prior)}")
     limit = config.get("max_answer_length")
-    if limit is not None and not (_is_int(limit) and 1 <= limit <= MAX_COUNT):
+    if limit is not None and not (is_plain_int(limit) and 1 <= limit <= MAX_COUNT):
         raise fail(folder, "config.json", f"max_answer_length must be a whole number of tokens in [1, {MAX_COUNT:,}], got {json_value(limit)}")
 
 
@@ -849,7 +850,7 @@ def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
     their arguments, or none: ``'int' object is not iterable``), and ``architectures``, which transformers' pipeline
     iterates over."""
     dropout = config.get("head_dropout", 0.0)
-    if not (_is_number(dropout) and 0 <= dropout <= 1):
+    if not (is_finite_number(dropout) and 0 <= dropout <= 1):
         raise fail(folder, "config.json", f"head_dropout must be a probability in [0, 1], got {json_value(dropout)}")
     if config.get("bio_loss_reduction", BIO_LOSS_REDUCTIONS[0]) not in BIO_LOSS_REDUCTIONS:
         raise fail(folder, "config.json", f"bio_loss_reduction must be one of {', '.join(BIO_LOSS_REDUCTIONS)}, "
@@ -857,7 +858,7 @@ def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
     for name in ("bio_prior", "bio_class_weights"):  # None: a uniform prior, the plain loss
         value = config.get(name)
         if value is not None and not (isinstance(value, list) and len(value) == 3
-                                      and all(_is_number(v) and 0 < v <= MAX_SETTING for v in value)):
+                                      and all(is_finite_number(v) and 0 < v <= MAX_SETTING for v in value)):
             raise fail(folder, "config.json", f"{name} must be null or three positive numbers (B, I, O), got {json_value(value)}")
     names = config.get("architectures")
     if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
@@ -865,7 +866,7 @@ def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
 
 
 def _is_count(value: Any) -> bool:
-    return _is_int(value) and value >= 0
+    return is_plain_int(value) and value >= 0
 
 
 def _is_reasons(value: Any) -> bool:
@@ -897,7 +898,7 @@ def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:
         raise fail(folder, "config.json", f"calibration.{decoding}.method must be 'beta' (a, b and c are read as beta "
                                           f"calibration), got {json_value(calibrator.get('method'))}: delete "
                                           "'calibration' from config.json, then bio-mrc tune fits them again")
-    if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
+    if not isinstance(calibrator, dict) or not all(is_finite_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
                                                    for key in ("a", "b", "c")):
         raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {json_value(calibrator)}")
     if calibrator["a"] < 0 or calibrator["b"] < 0:  # fitted ones never are: the map keeps the raw ranking
@@ -934,11 +935,12 @@ _WARNED: set[str] = set()  # the unused settings already warned of
 
 def _check_threshold(value: Any, name: str, folder: Path) -> None:
     """A saved no-answer threshold: a number, or ±Infinity (always or never abstain); NaN and the rest are refused."""
-    if not (_is_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
+    if not (is_finite_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
         raise fail(folder, "config.json", f"{name} must be a number, got {json_value(value)}")
 
 
-def _is_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
+    """A finite JSON number as ``json`` reads one: an int or a float, never a bool, NaN or an infinity."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -1032,8 +1034,8 @@ def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes
     for tensor, entry in header.items():
         entry = entry if isinstance(entry, dict) else {}
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-        if (dtype not in DTYPE_BYTES or not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape)
-                or not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)):
+        if (dtype not in DTYPE_BYTES or not isinstance(shape, list) or not all(is_plain_int(d) and d >= 0 for d in shape)
+                or not isinstance(offsets, list) or len(offsets) != 2 or not all(is_plain_int(o) for o in offsets)):
             raise fail(folder, name, f"tensor {json_value(tensor)} has a corrupt header entry")
         if offsets[1] - offsets[0] != math.prod(shape) * DTYPE_BYTES[dtype]:
             raise fail(folder, name, f"tensor {json_value(tensor)}: its bytes do not match its shape {shape} (a corrupt file?)")
@@ -1231,7 +1233,7 @@ def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:
     """transformers compares every text's token count with ``model_max_length``: one that is no number (a string
     ``"512"`` in a hand-edited file) would end the first question in a ``TypeError``."""
     length = settings.get("model_max_length")
-    if length is not None and not (_is_number(length) and length >= 0):
+    if length is not None and not (is_finite_number(length) and length >= 0):
         raise fail(folder, "tokenizer_config.json", f"model_max_length must be a number of tokens (0 or more), got {json_value(length)}")
 
 
@@ -1363,7 +1365,7 @@ def _check_onnx_signature(folder: Path, graph: Any, config: Mapping[str, Any]) -
                        "again with bio-mrc export")
     if "input_ids" not in inputs:
         raise fail(folder, ONNX_FILE, "has no input_ids input")
-    heads = registry.head_names(config.get("heads", "span+bio"))
+    heads = registry.head_names(config.get("heads", HEADS))
     for head in heads:
         entry = registry.head(head)
         for output, extra in zip(entry.outputs, entry.output_dims):

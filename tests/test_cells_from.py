@@ -435,3 +435,27 @@ def test_the_multispan_benchmarks_refuse_a_report_of_other_folds_before_any_mode
         oracle.check_folds("r.json", {"span": cell([id_set_hash(["b"]), id_set_hash(["a"])])}, splits)
     with pytest.raises(SystemExit, match=r"does not record which questions each cross-validation fold held out"):
         oracle.check_folds("r.json", {"span": cell(None)}, splits)
+
+
+def test_each_way_folds_differ_is_said_in_one_line_for_held_out_and_training_questions():
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.earlier_report import fold_problem, fold_training_problem
+
+    def cell(held_out, training):
+        return SimpleNamespace(fold_question_hashes=held_out, fold_training_hashes=training)
+
+    assert fold_problem(cell(["a", "b"], None), ["a", "b"]) is None
+    assert fold_training_problem(cell(None, ["c", "d"]), ["c", "d"]) is None
+    assert fold_problem(cell(None, None), ["a"]) == (
+        "does not record which questions each cross-validation fold held out (a report written before cells recorded them)")
+    assert fold_training_problem(cell(None, None), ["c"]) == (
+        "does not record which of each cross-validation fold's training questions its models trained on (a report "
+        "written before cells recorded them)")
+    assert fold_problem(cell(["a"], None), ["a", "b"]) == "records the held-out questions of 1 fold, not of this comparison's 2"
+    assert fold_training_problem(cell(None, ["c", "d", "e"]), ["c", "d"]) == (
+        "records the training questions of 3 folds, not of this comparison's 2")
+    assert fold_problem(cell(["a", "x"], None), ["a", "b"]) == (
+        "held out other questions in fold 2 of 2 than this comparison's fold 2 holds out (their hash x there, b here)")
+    assert fold_training_problem(cell(None, ["y", "d"]), ["c", "d"]) == (
+        "trained on other questions in fold 1 of 2 than this comparison's fold 1 trains on (their hash y there, c here)")

@@ -4,6 +4,7 @@ forward pass, decoding, the harness's scoring and the CLI's choices. docs/layout
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -102,6 +103,25 @@ def test_the_flag_grep_finds_a_branch_on_an_entry_flag_and_not_a_question_to_the
 def test_no_code_branches_on_a_task_head_or_decoding_flag():
     found = flag_branches()
     assert not found, "ask bio_mrc.registry's entry instead of branching on its flag:\n" + "\n".join(found)
+
+
+def code_strings(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module's code (its docstrings left out), with their lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_the_default_heads_are_spelled_once():
+    """A model config without ``heads`` means model_defaults.HEADS wherever it is read; no module spells it again."""
+    from bio_mrc import model_defaults
+
+    found = [f"{path.relative_to(PACKAGE)}:{line}" for path in sorted(PACKAGE.rglob("*.py")) if path.name != "model_defaults.py"
+             for line, text in code_strings(path) if text == model_defaults.HEADS]
+    assert not found, "use bio_mrc.model_defaults.HEADS:\n" + "\n".join(found)
 
 
 def test_the_package_tables_say_what_the_code_used_to_spell_out():

@@ -135,11 +135,6 @@ def count_option(text: str, least: int = 1) -> int:
     return value
 
 
-def decoding_choices() -> tuple[str, ...]:
-    """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
-    return registry.decoding_choices()
-
-
 MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
 REVISION_HELP = ("the branch, tag or commit hash of --model's hub id to read (default: its default branch); refused "
                  "with a local folder")

@@ -20,7 +20,7 @@ from .answer_commands import cmd_extract, cmd_predict, cmd_serve
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
 from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_FORMS, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
                       add_revision_option,
-                      add_network_options, add_precision_option, count_option, decoding_choices)
+                      add_network_options, add_precision_option, count_option)
 from .score_commands import cmd_compare, cmd_evaluate
 from .train_command import cmd_train
 from .tune_command import cmd_tune
@@ -72,7 +72,7 @@ def _add_predict_command(add_command) -> None:
     add_revision_option(predict)
     predict.add_argument("--data", required=True, help=DATA_HELP)
     predict.add_argument("--limit", type=count_option, help="answer the first N questions of --data (default: all)")
-    predict.add_argument("--decoding", choices=decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
+    predict.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
                          help=f"one or several; {AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
@@ -128,7 +128,7 @@ def _add_tune_command(add_command) -> None:
     add_revision_option(tune)
     tune.add_argument("--data", required=True, help=f"held-out questions, used neither for training nor for the final evaluation: {DATA_FORMS}")
     tune.add_argument("--limit", type=count_option, help="tune on the first N questions of --data (default: all)")
-    tune.add_argument("--decoding", choices=decoding_choices(), nargs="+",
+    tune.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+",
                       help="default: every decoding the model has; auto: the one predict and extract use by default, the best "
                            "the model's heads allow (joint with both heads)")
     tune.add_argument("--batch-size", type=count_option, default=None,
@@ -180,7 +180,7 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, instead of --context-file")
     extract.add_argument("--top-k", type=count_option, help="how many answers, best first (across every document; with --multi-span over "
                          "several documents every span, else default: 1)")
-    extract.add_argument("--decoding", choices=decoding_choices(), default=registry.AUTO_DECODING, help=AUTO_HELP)
+    extract.add_argument("--decoding", choices=registry.decoding_choices(), default=registry.AUTO_DECODING, help=AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's best "
                               "span highlighted in the context (one span each, with --multi-span too), its confidence and "

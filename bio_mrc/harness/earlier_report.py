@@ -17,7 +17,7 @@ import lzma
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
@@ -147,33 +147,40 @@ def fold_problem(cell: Cell, folds: list[str]) -> str | None:
     holds out: :func:`~.comparison_splits.held_out_hashes`), or None. A cell that does not record its folds' questions
     is refused too: the draw is the code's as much as the config's (the task's ``folds`` function, how repeats and
     shared paragraphs are grouped), and nothing else a report keeps tells which questions its folds held out."""
-    recorded = cell.fold_question_hashes
-    if recorded == folds:
-        return None
-    if recorded is None:
-        return "does not record which questions each cross-validation fold held out (a report written before cells recorded them)"
-    if len(recorded) != len(folds):
-        return f"records the held-out questions of {counted(len(recorded), 'fold')}, not of this comparison's {len(folds)}"
-    fold = next(k for k, (a, b) in enumerate(zip(recorded, folds)) if a != b)
-    return (f"held out other questions in fold {fold + 1} of {len(folds)} than this comparison's fold {fold + 1} holds out "
-            f"(their hash {recorded[fold]} there, {folds[fold]} here)")
+    return _fold_hashes_problem(cell.fold_question_hashes, folds, _HELD_OUT)
 
 
 def fold_training_problem(cell: Cell, training: list[str]) -> str | None:
     """What keeps a cell of a run training on a share of each fold's training questions from being paired with cells
     whose folds' models trained on ``training`` (:func:`~.comparison_splits.training_hashes`), or None; a cell that does
     not record them is refused, as one that does not record its held-out questions is."""
-    recorded = cell.fold_training_hashes
-    if recorded == training:
+    return _fold_hashes_problem(cell.fold_training_hashes, training, _TRAINED_ON)
+
+
+class _FoldQuestions(NamedTuple):
+    """How a problem with one kind of each fold's question hashes is said."""
+
+    unrecorded: str  # what a cell that does not record them does not record
+    recorded: str  # what it records of each fold
+    theirs: str  # what its fold did with other questions
+    ours: str  # what this comparison's fold does with them
+
+
+_HELD_OUT = _FoldQuestions("which questions each cross-validation fold held out", "held-out questions", "held out", "holds out")
+_TRAINED_ON = _FoldQuestions("which of each cross-validation fold's training questions its models trained on",
+                             "training questions", "trained on", "trains on")
+
+
+def _fold_hashes_problem(recorded: list[str] | None, expected: list[str], kind: _FoldQuestions) -> str | None:
+    if recorded == expected:
         return None
     if recorded is None:
-        return ("does not record which of each cross-validation fold's training questions its models trained on (a report "
-                "written before cells recorded them)")
-    if len(recorded) != len(training):
-        return f"records the training questions of {counted(len(recorded), 'fold')}, not of this comparison's {len(training)}"
-    fold = next(k for k, (a, b) in enumerate(zip(recorded, training)) if a != b)
-    return (f"trained on other questions in fold {fold + 1} of {len(training)} than this comparison's fold {fold + 1} trains "
-            f"on (their hash {recorded[fold]} there, {training[fold]} here)")
+        return f"does not record {kind.unrecorded} (a report written before cells recorded them)"
+    if len(recorded) != len(expected):
+        return f"records the {kind.recorded} of {counted(len(recorded), 'fold')}, not of this comparison's {len(expected)}"
+    fold = next(k for k, (a, b) in enumerate(zip(recorded, expected)) if a != b)
+    return (f"{kind.theirs} other questions in fold {fold + 1} of {len(expected)} than this comparison's fold {fold + 1} "
+            f"{kind.ours} (their hash {recorded[fold]} there, {expected[fold]} here)")
 
 
 def _check_folds(path: str | Path, number: int, cell: Cell, folds: list[str] | None, training: list[str] | None) -> None:

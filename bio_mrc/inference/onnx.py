@@ -33,7 +33,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from .. import __version__
+from .. import __version__, registry
 from ..arguments import path_argument
 from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..encoders import answering_digest
@@ -47,7 +47,7 @@ from ..model_folder import EXPORT_STAGING_DIR, remove_replaced_model_files
 from ..progress import progress_note
 from .loading import TrainedModel, check_pytorch_model
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
-from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
+from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, require
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 7  # the oldest opset ONNX Runtime runs; the newest is the installed onnx's
@@ -106,7 +106,7 @@ class LogitsModule(torch.nn.Module):
     def __init__(self, model: BioMrcForQuestionAnswering) -> None:
         super().__init__()
         self.model = model
-        self.output_names = head_outputs(list(model.heads))
+        self.output_names = registry.head_outputs(list(model.heads))
         self.eval()  # exported in eval mode: no dropout in the graph
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None):

@@ -47,11 +47,6 @@ def require(module: str, purpose: str, source: str | None = None) -> Any:
         raise ModelFormatError(f"{purpose} needs the '{module}' package ({err}): {INSTALL_HINT}", source) from None
 
 
-def head_outputs(heads: Sequence[str]) -> list[str]:
-    """The exported graph's outputs, in the registry's fixed order (the span head's start and end logits, then BIO)."""
-    return registry.head_outputs(heads)
-
-
 def session_options(ort: Any, threads: int | None = None) -> Any:
     """ONNX Runtime's session options for the package: ``threads`` intra-op threads where given, and its own
     log lines held back below fatal: a failing run reaches the caller as an exception, which the package
@@ -72,7 +67,7 @@ class OnnxModel:
         self.session, self.config, self.name_or_path = session, config, name_or_path
         self.heads = tuple(config.head_names)
         self.input_names = [i.name for i in session.get_inputs()]
-        self.output_names = head_outputs(self.heads)
+        self.output_names = registry.head_outputs(self.heads)
         missing = sorted(set(self.output_names) - {o.name for o in session.get_outputs()})
         if missing or "input_ids" not in self.input_names:
             lacking = missing or ["input_ids"]

@@ -3,7 +3,6 @@ them before the data is read or the model loads. Light on purpose (no torch): ``
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -12,7 +11,7 @@ from ..arguments import MAX_COUNT
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError, ModelFormatError, argument
 from ..model_defaults import HEADS, MAX_ANSWER_LENGTH
-from ..model_folder import QA_HEADS, qa_architecture, read_json_object
+from ..model_folder import QA_HEADS, is_finite_number, is_plain_int, qa_architecture, read_json_object
 from ..plurals import number_form
 from ..registry import head_names, resolve_decoding
 from ..transformers_registration import MODEL_TYPE
@@ -39,8 +38,8 @@ def saved_settings(model_dir: Path) -> SavedSettings | None:
     except (ModelFormatError, ValueError):
         return None
     prior, limit = config.get("bio_length_prior"), config.get("max_answer_length")
-    if config.get("model_type") != MODEL_TYPE or not names or not (prior is None or _is_number(prior)) \
-            or not (limit is None or (_is_int(limit) and 1 <= limit <= MAX_COUNT)):
+    if config.get("model_type") != MODEL_TYPE or not names or not (prior is None or is_finite_number(prior)) \
+            or not (limit is None or (is_plain_int(limit) and 1 <= limit <= MAX_COUNT)):
         return None
     return SavedSettings(available_decodings(names), prior or 0.0, limit or MAX_ANSWER_LENGTH)
 
@@ -78,11 +77,3 @@ def check_saved_length_prior(model: str | Path, decodings: Sequence[str] | None,
         check_length_prior(settings[0], settings[0] if decodings is None else decodings, prior)
     elif decodings is not None and registry.AUTO_DECODING not in decodings:
         check_length_prior(registry.decoding_names(), decodings, prior)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -5,7 +5,7 @@ What ``bio-mrc evaluate --baseline`` prints beside each file's official scores."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -15,6 +15,10 @@ from ..types import Prediction
 from .multispan_official import f1_from_count_sums
 from .squad_official import NO_ANSWER_THRESHOLD
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapResult, paired_bootstrap, paired_bootstrap_ratio
+
+
+Columns = Mapping[str, np.ndarray]  # a task's per-question score columns
+Paired = tuple[dict[str, BootstrapResult], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -43,18 +47,34 @@ def paired_scores(
     ids = list(gold)
     answers, baseline = _abstaining(task, answers, na_probs), _abstaining(task, baseline, baseline_na_probs)
     new, old = _columns(task, gold, answers, ids, na_probs), _columns(task, gold, baseline, ids, baseline_na_probs)
-    if task.summary == registry.SUMMED_SPAN_COUNTS:
-        differences = {metric: paired_bootstrap_ratio(new["counts"], old["counts"], _count_f1(metric), n_resamples, seed=seed)
-                       for metric in task.data_set_metrics}
-        step = f1_from_count_sums(new["counts"]) - f1_from_count_sums(old["counts"])  # each question's own EM F1
-    elif task.summary == registry.MEAN_OVER_QUESTIONS:
-        differences = {metric: paired_bootstrap(new[metric], old[metric], n_resamples, seed=seed)
-                       for metric in task.metrics if metric in new}
-        step = np.asarray(new[task.statistic], dtype=np.float64) - np.asarray(old[task.statistic], dtype=np.float64)
-    else:
+    pair = PAIRED_DIFFERENCES.get(task.summary)
+    if pair is None:
         raise ConfigError(f"task {task.name!r} is summarised by {task.summary!r}, which has no paired difference")
+    differences, step = pair(task, new, old, n_resamples, seed)
     changed = sum(_key(task, _given(task, answers, qid)) != _key(task, _given(task, baseline, qid)) for qid in ids)
     return PairedScores(differences, len(ids), int(changed), int(np.sum(step > 0)), int(np.sum(step < 0)), task.statistic)
+
+
+def _per_question_differences(task: registry.TaskEntry, new: Columns, old: Columns, n_resamples: int, seed: int) -> Paired:
+    """A mean over questions (SQuAD's F1): each metric's paired bootstrap, and each question's step in the statistic."""
+    differences = {metric: paired_bootstrap(new[metric], old[metric], n_resamples, seed=seed)
+                   for metric in task.metrics if metric in new}
+    return differences, np.asarray(new[task.statistic], dtype=np.float64) - np.asarray(old[task.statistic], dtype=np.float64)
+
+
+def _span_count_differences(task: registry.TaskEntry, new: Columns, old: Columns, n_resamples: int, seed: int) -> Paired:
+    """A ratio of summed span counts (MultiSpanQA's EM F1): each metric's bootstrap of the ratio, and each question's
+    step in its own EM F1."""
+    differences = {metric: paired_bootstrap_ratio(new["counts"], old["counts"], _count_f1(metric), n_resamples, seed=seed)
+                   for metric in task.data_set_metrics}
+    return differences, f1_from_count_sums(new["counts"]) - f1_from_count_sums(old["counts"])
+
+
+# How each kind of task summary (a TaskEntry's ``summary``) pairs two answer sets' per-question columns:
+# ``pair(task, new, old, n_resamples, seed) -> (differences by metric, each question's step in the main statistic)``.
+PAIRED_DIFFERENCES: dict[str, Callable[[registry.TaskEntry, Columns, Columns, int, int], Paired]] = {
+    registry.MEAN_OVER_QUESTIONS: _per_question_differences, registry.SUMMED_SPAN_COUNTS: _span_count_differences,
+}
 
 
 def _abstaining(task: registry.TaskEntry, answers: Mapping[str, Any], na_probs: Mapping[str, float] | None) -> Mapping[str, Any]:
@@ -93,4 +113,4 @@ def _count_f1(metric: str):
     return lambda sums: f1_from_count_sums(sums, column)
 
 
-__all__ = ["PairedScores", "paired_scores"]
+__all__ = ["PAIRED_DIFFERENCES", "PairedScores", "paired_scores"]
