@@ -406,7 +406,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     names = [name for name in heads.split("+") if name in registry.HEADS]
     parts = {name: registry.head(name).description for name in names}
     decodings = decodings_of(heads)
-    tagging = any(registry.head(name).needs_tag_mask for name in names)
+    tagging = registry.tags_tokens(names)
     encoder = public(_encoder_name(config, record))
     train = (record or {}).get("train") or {}
     init_from = public(train.get("init_from"))  # its encoder trained, not the record's
@@ -668,7 +668,7 @@ def _tuned_section(config: BioMrcConfig) -> str:
     span_counts, calibrators = config.min_span_probabilities or {}, config.calibration or {}
     tuned_on, not_fitted = config.tuned_on or {}, _calibrators_not_fitted(config)
     if prior is None and not thresholds and not span_counts and not calibrators and not not_fitted:
-        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.heads))
+        uses_prior = bool(set(registry.length_prior_decodings()) & set(decodings_of(config.heads)))
         prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")

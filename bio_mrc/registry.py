@@ -169,6 +169,10 @@ SQUAD_TRAINING_SCORES = {"f1": ("f1",), "exact": ("exact_match", "exact")}  # th
 MEAN_OVER_QUESTIONS = "mean over questions"  # the main statistic is the mean of a per-question column (SQuAD's F1)
 SUMMED_SPAN_COUNTS = "summed span counts"  # the main statistic is a ratio of summed span counts (MultiSpanQA's EM F1)
 LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
+# The question subsets a task whose questions may have no answer scores apart (SQuAD 2.0's official script's), each with
+# whether its questions have an answer; and the comparison of every cell with the reader that always abstains.
+NO_ANSWER_SUBSETS = {"HasAns": True, "NoAns": False}
+ABSTAINING_SCORES = "bio_mrc.harness.summary:abstain_f1"
 
 # How each kind of multi-span answer keeps its spans under the span-count rule.
 SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
@@ -345,6 +349,30 @@ class TaskEntry:
         if self.squad_version is None:
             return f"no-answer probabilities are for SQuAD's official scorer, and these questions are scored with {self.title}, which take none"
         return None
+
+    def question_subsets(self) -> dict[str, bool]:
+        """The question subsets its summary rows score apart, each with whether its questions have an answer: SQuAD 2.0's
+        ``HasAns`` and ``NoAns`` where questions may have no answer, else none."""
+        return dict(NO_ANSWER_SUBSETS) if self.no_answer else {}
+
+    @staticmethod
+    def subset_metric(subset: str, metric: str) -> str:
+        """The name of ``metric`` over the questions of ``subset`` (``HasAns_f1``, as the official SQuAD 2.0 script names it)."""
+        return f"{subset}_{metric}"
+
+    def subset_metrics(self) -> list[str]:
+        """Every :meth:`subset_metric` of its ``metrics`` over its :meth:`question_subsets`, subset by subset."""
+        return [self.subset_metric(subset, metric) for subset in self.question_subsets() for metric in self.metrics]
+
+    def threshold_columns(self) -> tuple[str, ...]:
+        """A score table's column of the no-answer thresholds tuned for each seed: one where they are tuned (questions
+        may have no answer), else none."""
+        return ("threshold",) if self.no_answer else ()
+
+    def abstaining_scores(self, examples: Any) -> Any:
+        """Each question's statistic for the reader that always abstains, which a comparison measures every cell against
+        where questions may have no answer; None where every question has one."""
+        return resolve(ABSTAINING_SCORES)(self, examples) if self.no_answer else None
 
     def scores(self, gold: Any, predictions: Any, ids: Sequence[str]) -> dict[str, Any]:
         """Per-question columns (``score``) of ``predictions`` (each question's :class:`~bio_mrc.types.Prediction`)."""
@@ -562,6 +590,16 @@ def decodes_tag_sequences(decodings: Iterable[str]) -> bool:
     return any(DECODINGS[name].decodes_tags for name in decodings)
 
 
+def tags_tokens(heads: Iterable[str]) -> bool:
+    """Whether some of ``heads`` is scored on tagged tokens (``needs_tag_mask``), so a model of them has a tag level."""
+    return any(head(name).needs_tag_mask for name in heads)
+
+
+def tags_alone(heads: Iterable[str]) -> bool:
+    """Whether every one of ``heads`` is scored on tagged tokens: a tagger with no head of another kind (a BIO-only model)."""
+    return all(head(name).needs_tag_mask for name in heads)
+
+
 register_head(HeadEntry(
     name="span", attribute="span_head", build="bio_mrc.heads.span:build_span_head",
     targets={"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET},
@@ -600,8 +638,9 @@ register_decoding(DecodingEntry(
                      "those spans (the threshold is not asked); else its share of the probability of the question's n-best spans",
 ))
 SQUAD_METRICS = ("em", "f1")
-SQUAD_TITLES = {"em": "EM", "f1": "F1", "HasAns_em": "HasAns EM", "HasAns_f1": "HasAns F1", "NoAns_em": "NoAns EM",
-                "NoAns_f1": "NoAns F1"}
+SQUAD_TITLES = {"em": "EM", "f1": "F1"}
+SQUAD_TITLES |= {TaskEntry.subset_metric(subset, metric): f"{subset} {title}" for subset in NO_ANSWER_SUBSETS
+                 for metric, title in SQUAD_TITLES.items()}
 SQUAD_SCORING = dict(
     score="bio_mrc.metrics.task_scores:squad_question_scores", aggregate="bio_mrc.metrics.task_scores:column_means",
     official="bio_mrc.metrics.task_scores:squad_official", summary=MEAN_OVER_QUESTIONS,

@@ -105,6 +105,106 @@ def test_no_code_branches_on_a_task_head_or_decoding_flag():
     assert not found, "ask bio_mrc.registry's entry instead of branching on its flag:\n" + "\n".join(found)
 
 
+# The same branch with the flag read on one line and tested on another: a name assigned from an expression that reads
+# an entry's flag (``v2 = task.no_answer``, ``tagging = any(head.needs_tag_mask for ...)``), then tested as a condition.
+# A flag given to a call is passed on (the callee decides what it means), save to these, which combine flags.
+FLAG_COMBINERS = {"any", "all", "bool"}
+
+
+FLAG_NAMES = set(entry_flags())
+
+
+def _reads_a_flag(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr in FLAG_NAMES:
+        return True
+    if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in FLAG_COMBINERS):
+        return _reads_a_flag(node.func)
+    return any(_reads_a_flag(child) for child in ast.iter_child_nodes(node))
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a module or function, those of the functions defined inside it left to their own scope."""
+    nodes, todo = [], list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo += ast.iter_child_nodes(node)
+    return nodes
+
+
+def _flag_names(scope: ast.AST) -> set[str]:
+    """The names a scope assigns from an expression reading an entry's flag (a tuple's items paired where they can be)."""
+    names = set()
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            pairs = [(target, node.value) for target in node.targets]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        else:
+            continue
+        for target, value in pairs:
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+                pairs += list(zip(target.elts, value.elts))
+            elif _reads_a_flag(value):
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def _conditions(scope: ast.AST) -> list[ast.AST]:
+    """Every expression a scope tests: of ``if``, ``while``, ``x if c else y``, a comprehension's ``if``, ``and``/``or``/``not``."""
+    tests = []
+    for node in _own_nodes(scope):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            tests.append(node.test)
+        elif isinstance(node, ast.comprehension):
+            tests += node.ifs
+        elif isinstance(node, ast.BoolOp):
+            tests += node.values
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            tests.append(node.operand)
+    return tests
+
+
+def flag_variable_branches(source: str, where: str = "") -> list[str]:
+    """Each line of ``source`` whose condition tests a name assigned from an entry's flag in the same function."""
+    tree = ast.parse(source)
+    found = set()
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))]:
+        flagged = _flag_names(scope)
+        for test in _conditions(scope):
+            found |= {(n.lineno, n.id) for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in flagged}
+    lines = source.splitlines()
+    return [f"{where}:{line}: {lines[line - 1].strip()} ({name})" for line, name in sorted(found)]
+
+
+def test_the_flag_variable_check_finds_a_flag_tested_through_a_name():
+    flagged = [
+        "def f(task):\n    v2, metrics = task.no_answer, list(task.metrics)\n    return [1] if v2 else []",
+        "def f(names):\n    tagging = any(registry.head(n).needs_tag_mask for n in names)\n    if tagging:\n        return 1",
+        "def f(c, heads):\n    only = all(registry.head(n).needs_tag_mask for n in heads)\n    return 1 if only and c.x else None",
+        "def f(e):\n    multi: bool = e.multi_span_answers\n    return [x for x in e.y if not multi]",
+        "def f(e):\n    if (tags := e.decodes_tags) or e.z:\n        return tags",
+    ]
+    for source in flagged:
+        assert flag_variable_branches(source), source
+    unflagged = [
+        "def f(task):\n    v2 = task.no_answer\n    return g(tune=v2)",  # a value passed on: the callee decides
+        "def f(task):\n    tuned = g(tune=task.no_answer)\n    if tuned:\n        return 1",  # what a call given the flag returned
+        "def f(task):\n    subsets = task.subset_metrics()\n    return [1] if subsets else []",  # asked of the entry
+        "def f(task):\n    metrics = list(task.metrics)\n    if metrics:\n        return 1",  # no flag
+        "def f(task):\n    v2 = task.no_answer\n\ndef g(v2):\n    return 1 if v2 else 0",  # another function's name
+    ]
+    for source in unflagged:
+        assert not flag_variable_branches(source), source
+
+
+def test_no_code_branches_on_a_flag_through_a_variable():
+    found = [branch for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).as_posix() != "registry.py"
+             for branch in flag_variable_branches(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE)))]
+    assert not found, "ask bio_mrc.registry's entry instead of branching on its flag through a variable:\n" + "\n".join(found)
+
+
 def code_strings(path: Path) -> list[tuple[int, str]]:
     """The string constants of a module's code (its docstrings left out), with their lines."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -135,6 +235,12 @@ def test_the_package_tables_say_what_the_code_used_to_spell_out():
     assert registry.head_outputs(["bio", "span"]) == ["start_logits", "end_logits", "bio_logits"]
     assert registry.task_for("squad", True).name == "squad-v2.0" and registry.task_for("squad", False).name == "squad-v1.1"
     assert registry.task_for("multispanqa", False).multi_span_answers
+    v2, v1 = registry.task("squad-v2.0"), registry.task("squad-v1.1")
+    assert v2.subset_metrics() == ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] and v2.threshold_columns() == ("threshold",)
+    assert v1.subset_metrics() == [] and v1.threshold_columns() == () and v1.abstaining_scores([]) is None
+    assert [v2.metric_title(m) for m in v2.subset_metrics()] == ["HasAns EM", "HasAns F1", "NoAns EM", "NoAns F1"]
+    assert registry.tags_tokens(["span", "bio"]) and not registry.tags_tokens(["span"])
+    assert registry.tags_alone(["bio"]) and not registry.tags_alone(["span", "bio"])
     with pytest.raises(ValueError, match="heads must be one of"):
         registry.head_names("span+span")
 
@@ -399,6 +505,12 @@ def test_a_second_tag_sequence_decoding_is_decoded_and_tag_scored_by_its_own_ent
         assert [p.spans for p in silent.predictions] == [[], [], []]
         assert silent.predicted_tags == [["O"] * len(tags) for tags in silent.gold_tags]  # its own tags, not BIO's
     assert [p.spans for p in all_multi_span_candidates(outputs, examples, "silent", DecodeConfig())] == [[], [], []]
+
+
+def test_a_task_whose_questions_may_have_no_answer_reports_its_own_metrics_by_subset():
+    task = replace(TOY_TASK, no_answer=True)
+    assert task.question_subsets() == {"HasAns": True, "NoAns": False} and task.threshold_columns() == ("threshold",)
+    assert task.subset_metrics() == ["HasAns_lead_word", "HasAns_answered", "NoAns_lead_word", "NoAns_answered"]
 
 
 def test_a_head_scored_on_tagged_tokens_refuses_labels_without_a_tag_mask(tiny_encoder_dir, tiny_tokenizer):

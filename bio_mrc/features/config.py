@@ -15,6 +15,7 @@ from ..model_defaults import WORD_UNITS, WORD_UNITS_NOW
 
 TARGET_KINDS = ("one-hot", "soft")
 BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
+CLASS_WEIGHTED_BIO_TARGETS = ("one-hot", "soft")  # a tag distribution per token; the marginal likelihood takes no class weights
 TAG_LEVELS = ("word", "subword")
 TAG_MENTIONS = ("annotated", "every", "ignored")
 

@@ -144,17 +144,15 @@ def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
 
 def _score_table(results: ComparisonResults, summary: Summary) -> list[str]:
     task = registry.task(results.eval["task"])
-    v2, metrics = task.no_answer, list(task.metrics)
-    subsets = ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] if v2 else []
+    metrics, subsets, thresholds = list(task.metrics), task.subset_metrics(), task.threshold_columns()
     head = ["run", "decoding", *(task.metric_title(m) for m in metrics), "BIO β", *(task.metric_title(m) for m in subsets),
-            *(["threshold"] if v2 else []), "train s", "inference s", "decode s"]
+            *thresholds, "train s", "inference s", "decode s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary.rows:
         priors = [p for p in row.bio_length_prior if p is not None]
         cells = [row.run, row.decoding, *(format_present(row.scores[m]) for m in metrics), ", ".join(f"{p:g}" for p in priors) or "–"]
         cells += [format_present(row.scores[m]) for m in subsets]
-        if v2:
-            cells.append(", ".join("–" if t is None else f"{t:.3f}" for t in row.threshold))
+        cells += [", ".join("–" if t is None else f"{t:.3f}" for t in row.threshold) for _ in thresholds]
         cells += [_seconds(row.train_seconds, row.train_seconds_partial or ()), _seconds(row.inference_seconds),
                   f"{np.mean(row.decode_seconds):.2f}"]
         lines.append("| " + " | ".join(cells) + " |")

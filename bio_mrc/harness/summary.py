@@ -72,8 +72,7 @@ def per_question_summary(
     answers = {label: [[task.answer_key(a) for a in c.answers] for c in cells] for label, cells in grouped.items()}
     examples = results.eval_examples
     has_answer = np.array([ex.is_answerable for ex in examples])
-    v2 = task.no_answer
-    rows = [_per_question_row(label, cells, task, has_answer if v2 else None) for label, cells in grouped.items()]
+    rows = [_per_question_row(label, cells, task, has_answer) for label, cells in grouped.items()]
     f1_by_seed = {label: np.array([c.column(task.statistic) for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
@@ -81,7 +80,8 @@ def per_question_summary(
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
     stats = statistics(results.config, f1_by_seed, answers, seeds=seeds)
     selective = selective_summary(grouped, [(c.a, c.b) for c in stats.contrasts])
-    always_abstain = against_abstaining(f1_by_seed, abstain_f1(task, examples)) if v2 else None
+    abstain = task.abstaining_scores(examples)
+    always_abstain = None if abstain is None else against_abstaining(f1_by_seed, abstain)
     curve = learning_curve(rows, stats.intervals, stats.comparisons, _heads_by_run(results))
     data_sets = per_question_data_sets(results, grouped, task, statistics)  # an evaluation of several data sets: each alone
     return Summary(rows=rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain,
@@ -143,16 +143,17 @@ def _common_row(key: CellKey, cells: list[Cell], scores: dict[str, list[float | 
     return Row(key, [c.seed for c in cells], first.train_questions, scores=scores, tag_scores=tag_scores, ece=ece, **per_seed)
 
 
-def _per_question_row(key: CellKey, cells: list[Cell], task: registry.TaskEntry, has_answer: np.ndarray | None) -> Row:
-    """The task's metrics per seed (and the HasAns/NoAns subsets on SQuAD 2.0)."""
+def _per_question_row(key: CellKey, cells: list[Cell], task: registry.TaskEntry, has_answer: np.ndarray) -> Row:
+    """The task's metrics per seed, each followed by its question subsets' (SQuAD 2.0's HasAns/NoAns); ``has_answer``:
+    whether each question has an answer."""
     scores: dict[str, list[float | None]] = {}
     per_seed = [task.metrics_of(c.columns()) for c in cells]
     for metric in task.metrics:
         per_question = [c.column(metric) for c in cells]
         scores[metric] = [m[metric] for m in per_seed]
-        if has_answer is not None:
-            scores[f"HasAns_{metric}"] = [float(s[has_answer].mean()) if has_answer.any() else None for s in per_question]
-            scores[f"NoAns_{metric}"] = [float(s[~has_answer].mean()) if (~has_answer).any() else None for s in per_question]
+        for subset, answered in task.question_subsets().items():
+            chosen = has_answer == answered
+            scores[task.subset_metric(subset, metric)] = [float(s[chosen].mean()) if chosen.any() else None for s in per_question]
     return _common_row(key, cells, scores)
 
 
