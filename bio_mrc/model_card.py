@@ -416,7 +416,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
         ("heads", f"`{heads}`"),
         ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
         ("multi-span answers", "yes: the BIO head's spans of highest posterior, as many as maximise the expected F1 (`multi_span=True`)"
-         if registry.decodes_tag_sequences(decodings) else "the span head's non-overlapping n-best spans"),
+         if registry.decodes_tag_sequences(decodings) else "its decodings' non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         *([("BIO words", _word_units(config.word_units))] if tagging and tag_level == "word" else []),

@@ -218,10 +218,11 @@ class TaskEntry:
 
     the ``metrics`` of a summary row and their ``metric_titles``, the main ``statistic`` (``statistic_title``,
     what it is computed over: ``statistic_detail``), the ``squad_version`` of SQuAD's official scorer (None:
-    another scorer), whether a predictions file must answer every question (``complete_predictions``), how reports
-    name it (``title``), and how cross-validation draws its folds (``folds(examples, k, seed=)``: by question, or
-    by article where questions of one article share its paragraphs, as SQuAD's do); what the evaluation during training logs of each
-    decoding (``training_scores``: a score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
+    another scorer; the default SQuAD scoring fields then score by :attr:`squad_rules`), whether a predictions file
+    must answer every question (``complete_predictions``), how reports name it (``title``), and how cross-validation
+    draws its folds (``folds(examples, k, seed=)``: by question, or by article where questions of one article share its
+    paragraphs, as SQuAD's do); what the evaluation during training logs of each decoding (``training_scores``: a
+    score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
     the first one given; None: each of ``metrics`` under its own name); the metrics the report's table of each data set
     of an evaluation shows (``data_set_metrics``)."""
 
@@ -343,6 +344,12 @@ class TaskEntry:
                     "questions, or evaluate on SQuAD 2.0 questions")
         return None
 
+    @property
+    def squad_rules(self) -> str:
+        """The SQuAD scorer's version its SQuAD-scored fields apply (the default ``score``, ``official`` and ``right``):
+        its official scorer's (``squad_version``), else v2.0's where questions may have no answer, v1.1's where not."""
+        return self.squad_version or ("2.0" if self.no_answer else "1.1")
+
     def no_answer_probabilities_problem(self) -> str | None:
         """Why no-answer probabilities cannot be scored with this task's official metrics (None: they can: SQuAD's
         official scorer reads them)."""
@@ -444,6 +451,15 @@ def register_task(entry: TaskEntry, *, replace: bool = False) -> TaskEntry:
     return _register(TASKS, "task", entry, lambda e: e.title, replace)
 
 
+def _plugins_for(names: Iterable[Any], table: Mapping[str, Any]) -> None:
+    """Load the installed plug-ins (:func:`bio_mrc.plugins.load_plugins`) where one of ``names`` is not in ``table``: a model folder or
+    a call naming a plug-in's entry reads it without importing its code first."""
+    if any(isinstance(name, str) and name not in table for name in names):
+        from .plugins import load_plugins
+
+        load_plugins()
+
+
 def _lookup(table: Mapping[str, Any], kind: str, name: str) -> Any:
     if name not in table:
         raise ValueError(f"{kind} must be one of {tuple(table)}, got {json_value(name)}")
@@ -473,10 +489,12 @@ def head_choices() -> tuple[str, ...]:
 def head_names(heads: str) -> list[str]:
     """The heads ``heads`` (``"span+bio"``) names, in registry order; an unknown or repeated name is refused."""
     names = heads.split("+")
+    _plugins_for(names, HEADS)
     unknown = [name for name in names if name not in HEADS]
     if unknown:  # a head of one's own is registered in this process before a model naming it is built or loaded
         raise ValueError(f"heads must be one of {head_choices()}, got {json_value(heads)}: no head named {', '.join(map(json_value, unknown))} "
-                         "is registered (a head of your own: import the code that calls bio_mrc.registry.register_head first)")
+                         "is registered (a head of your own: install the package whose bio_mrc.plugins entry point registers it, or import the code that "
+                         "calls bio_mrc.registry.register_head first)")
     if len(set(names)) != len(names):
         raise ValueError(f"heads must be one of {head_choices()}, got {json_value(heads)}")
     outputs = head_outputs(names)  # a model's output holds one tensor a name: a second head's would replace the first's
@@ -534,6 +552,7 @@ def resolve_decoding(available: Sequence[str], decoding: str) -> str:
 
     if decoding == AUTO_DECODING:
         return preferred_decoding(available)
+    _plugins_for([decoding], DECODINGS)
     if not isinstance(decoding, str) or decoding not in DECODINGS:
         raise ConfigError(f"decoding must be one of {[AUTO_DECODING, *DECODINGS]}, got {json_value(decoding)}")
     if decoding not in available:

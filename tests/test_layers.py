@@ -33,7 +33,7 @@ CORE_MODULES = {"types", "answer_text", "tags", "errors", "io", "progress", "pre
                 "config_options", "config_schema", "model_folder", "model_records", "pickled_weights",
                 "model_defaults", "argument_parser", "hub", "transformers_registration",
                 "registry", "code_fingerprint", "question_fingerprint", "evaluation_record", "plurals", "arguments", "run_folder", "json_syntax",
-                "markdown_code",
+                "markdown_code", "plugins",
                 "__init__", "__version__"}
 
 

@@ -629,8 +629,9 @@ def test_a_head_that_is_not_registered_is_named_as_such(trained_dir, tmp_path):
     config = json.loads((model / "config.json").read_text(encoding="utf-8"))
     (model / "config.json").write_text(json.dumps({**config, "heads": "span+pointer"}), encoding="utf-8")  # saved with a plug-in head
     with pytest.raises(ModelFormatError, match=r'got "span\+pointer": no head named "pointer" is registered '
-                                               r"\(a head of your own: "
-                                               r"import the code that calls bio_mrc.registry.register_head first\)"):
+                                               r"\(a head of your own: install the package whose bio_mrc.plugins entry point "
+                                               r"registers it, or import the code that calls bio_mrc.registry.register_head "
+                                               r"first\)"):
         TrainedModel.load(model)
 
 

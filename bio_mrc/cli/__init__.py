@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
+from ..plugins import load_plugins
 from ..errors import BioMrcError, command_line_text
 from ..io import printable_line
 from ..launcher import check_launcher_environment, close_process_group
@@ -25,6 +26,8 @@ __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``bio-mrc`` on ``argv`` (None: the process's arguments) and return its exit status; the installed plug-ins
+    (:mod:`bio_mrc.plugins`) register their entries first."""
     with escapes_what_stdout_cannot_hold(), no_empty_torch_cache_folder():  # --help too: several commands' help holds β, Σ or ±
         try:
             return _run(argv)
@@ -33,6 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    try:  # installed plug-ins register their heads, decodings and tasks before the parser offers the tables' names
+        load_plugins()
+    except BioMrcError as err:
+        print(f"error: {printable_line(str(err))}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     setattr(args, FLAGS, argument_flags(parser, args.command))

@@ -114,7 +114,7 @@ def abstain_f1(task: registry.TaskEntry, examples: Sequence[Example]) -> np.ndar
     answerable one whose every listed text normalises to nothing (``"."``, ``"the"``), which the official script
     scores against ``""``; 0 elsewhere."""
     ids = [ex.id for ex in examples]
-    return per_question_scores(gold_texts(examples), dict.fromkeys(ids, ""), ids, task.squad_version)[1]
+    return per_question_scores(gold_texts(examples), dict.fromkeys(ids, ""), ids, task.squad_rules)[1]
 
 
 def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], abstain: np.ndarray) -> AgainstAbstaining:

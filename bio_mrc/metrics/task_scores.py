@@ -21,10 +21,10 @@ _F1_ROUNDING = 1e-9
 
 def squad_question_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], ids: Sequence[str],
                           na_probs: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
-    """Official SQuAD exact match and F1 (0..100) of every question, by the task's scorer version; with no-answer
+    """Official SQuAD exact match and F1 (0..100) of every question, by the task's SQuAD rules (``squad_rules``); with no-answer
     probabilities, v2.0's after its default threshold, whose means are :func:`squad_official`'s ``exact`` and ``f1``."""
     if na_probs is None:
-        em, f1 = per_question_scores(gold, answers, ids, task.squad_version)
+        em, f1 = per_question_scores(gold, answers, ids, task.squad_rules)
     else:
         em, f1 = per_question_scores(gold, answers, ids, "2.0", na_probs)
     return {"em": em, "f1": f1}
@@ -52,7 +52,7 @@ def squad_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mappin
     """The official SQuAD script's numbers; with no-answer probabilities, v2.0's (``best_exact``, ``best_f1``)."""
     if na_probs is not None:
         return squad_metrics(gold, answers, "2.0", na_probs, missing_as_wrong=True)
-    return squad_metrics(gold, answers, task.squad_version, missing_as_wrong=True)
+    return squad_metrics(gold, answers, task.squad_rules, missing_as_wrong=True)
 
 
 def multispan_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Sequence[str]], na_probs: Any = None) -> dict[str, float]:
@@ -73,4 +73,4 @@ def squad_right(task: Any, predictions: Sequence[Any], gold: Mapping[str, Sequen
     """1 where the answer given (the best span, or "" when abstaining) has official F1 above ``CORRECT_F1``, else 0:
     an abstention is right on an unanswerable SQuAD 2.0 question."""
     ids = [p.id for p in predictions]
-    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, task.squad_version)[1] > CORRECT_F1 + _F1_ROUNDING).astype(np.float64)
+    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, task.squad_rules)[1] > CORRECT_F1 + _F1_ROUNDING).astype(np.float64)
