@@ -172,7 +172,7 @@ LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
 # The question subsets a task whose questions may have no answer scores apart (SQuAD 2.0's official script's), each with
 # whether its questions have an answer; and the comparison of every cell with the reader that always abstains.
 NO_ANSWER_SUBSETS = {"HasAns": True, "NoAns": False}
-ABSTAINING_SCORES = "bio_mrc.harness.summary:abstain_f1"
+ABSTAINING_SCORES = "bio_mrc.metrics.task_scores:abstain_f1"
 
 # How each kind of multi-span answer keeps its spans under the span-count rule.
 SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
@@ -336,8 +336,13 @@ class TaskEntry:
 
     def tuning_split_problem(self, tune: "TaskEntry | None") -> str | None:
         """What is wrong with tuning an evaluation of this task on questions of ``tune`` (None: nothing)."""
-        if self.no_answer and (tune is None or not tune.no_answer):
-            return "a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on"
+        if self.no_answer and tune is None:
+            return (f"eval: its questions may have no answer ({self.title}), so each decoding's no-answer threshold is tuned: "
+                    "give a 'tune' split (other articles) some of whose questions have no answer")
+        if self.no_answer and not tune.no_answer:
+            return (f"tune: every question has an answer ({tune.title}), so no no-answer threshold can be tuned on it for an "
+                    f"evaluation whose questions may have none ({self.title}); tune on other articles some of whose "
+                    "questions have no answer")
         if tune is not None and tune.no_answer and not self.no_answer:
             return (f"tune: its questions may have no answer ({tune.title}), so it tunes a no-answer threshold, which would make "
                     f"the models abstain on an evaluation whose every question has an answer ({self.title}); tune on answerable "

@@ -8,7 +8,7 @@ import pytest
 
 from bio_mrc import registry
 from bio_mrc.cli import main
-from bio_mrc.data.answer_parts import as_answer_parts
+from bio_mrc.data.answer_parts import AlternativesReadNote, as_answer_parts
 from bio_mrc.data.one_answer import JoinedPartsNote
 from bio_mrc.data.squad import examples_to_squad_json, load_squad
 from bio_mrc.harness.comparison_splits import resolve_split
@@ -59,7 +59,9 @@ def test_a_comparison_reads_any_squad_shaped_form_as_answer_parts(tmp_path):
     with pytest.warns(JoinedPartsNote, match="^1 question of .*parts.jsonl lists answer parts that repeat"):
         as_parts = resolve_split(DataSpec(path="parts.jsonl", format="answer-parts"), tmp_path)
     assert as_parts.task == "answer-parts" and as_parts.gold["p0"] == ["Dave", "Barbara"]
-    assert resolve_split(DataSpec(path="parts.jsonl"), tmp_path).gold["p0"] == ["Dave", "Barbara", "Dave"]  # alternatives
+    with pytest.warns(AlternativesReadNote, match=r'read as alternatives.*give "format": "answer-parts" in its config entry'):
+        as_alternatives = resolve_split(DataSpec(path="parts.jsonl"), tmp_path)
+    assert as_alternatives.gold["p0"] == ["Dave", "Barbara", "Dave"]
     with pytest.warns(JoinedPartsNote, match="^1 question of .*parts.jsonl lists answer parts that repeat"):
         quoref = resolve_split(DataSpec(path=path, format="quoref", limit=3), tmp_path)
     assert quoref.task == "quoref" and quoref.ids == ["p0", "p1", "p2"] and quoref.gold["p1"] == ["Ann", "Bob"]

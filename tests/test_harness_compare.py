@@ -113,6 +113,19 @@ def test_a_reports_tag_scores_read_the_gold_each_runs_tagger_learns(trained_dir,
     assert "the first annotator's spans as each run's tagger learns them" in (tmp_path / "out" / "report.md").read_text()
 
 
+def test_a_configuration_without_a_description_leaves_no_empty_paragraph_under_the_title(comparison):
+    out, _, _ = comparison
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# Comparison report: tiny\n\n- Date: ")
+
+
+def test_a_calibration_section_without_a_tuning_split_says_why_no_cell_is_calibrated(comparison):
+    """The calibrated column was empty, under a paragraph naming tuning questions the configuration did not have."""
+    out, _, _ = comparison
+    section = (out / "report.md").read_text(encoding="utf-8").split("## Calibration")[1].split("\n## ")[0]
+    assert "| – |" in section
+    assert "No cell is calibrated: the configuration has no 'tune' split to fit a calibrator on." in section
+
+
 def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
     out, results, _ = comparison
     again, _ = compare(parse_config(config_dict(tiny_encoder_dir, seeds=[1])), FIXTURES, out, progress=False)
@@ -561,6 +574,66 @@ def test_a_squad2_tune_split_for_an_evaluation_that_always_has_answers_is_refuse
     config = parse_config(config_dict(tiny_encoder_dir, tune={"path": str(squad2_file(tmp_path))}))
     with pytest.raises(ConfigError, match=r"^tune: its questions may have no answer .* every question has an answer"):
         resolve_splits(config, FIXTURES)
+
+
+def test_a_squad2_evaluation_without_a_tuning_split_names_eval_and_what_to_give(tiny_encoder_dir, tmp_path):
+    from bio_mrc.harness.compare import resolve_splits
+
+    config = parse_config(config_dict(tiny_encoder_dir, eval={"path": str(squad2_file(tmp_path))}))
+    with pytest.raises(ConfigError, match=r"^eval: its questions may have no answer \(SQuAD v2\.0 official metrics\), "
+                                          r"so each decoding's no-answer threshold is tuned: give a 'tune' split"):
+        resolve_splits(config, FIXTURES)
+
+
+def test_a_tuning_split_whose_every_question_has_an_answer_is_named_for_a_squad2_evaluation(tiny_encoder_dir, tmp_path):
+    """A 'tune' split was given, so "needs a SQuAD 2.0 'tune' split" sent the reader looking for a missing key."""
+    from bio_mrc.harness.compare import resolve_splits
+
+    config = parse_config(config_dict(tiny_encoder_dir, eval={"path": str(squad2_file(tmp_path))},
+                                      tune={"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 1, "seed": 0}}))
+    with pytest.raises(ConfigError, match=r"^tune: every question has an answer \(SQuAD v1\.1 official metrics\), so no "
+                                          r"no-answer threshold can be tuned on it .* questions may have none"):
+        resolve_splits(config, FIXTURES)
+
+
+def _parts_shaped_jsonl(tmp_path):
+    """Questions in the Hugging Face SQuAD columns, each listing answers that share no text, as one answer's parts do."""
+    context = "The Normans came from Denmark, Iceland and Norway."
+    path = tmp_path / "parts.jsonl"
+    path.write_text("".join(json.dumps({"id": f"p{n}", "title": f"t{n}", "question": f"Where from {n}?", "context": context,
+                                        "answers": {"text": parts, "answer_start": [context.index(t) for t in parts]}}) + "\n"
+                            for n, parts in enumerate([["Denmark", "Norway"], ["Iceland", "Norway"]])), encoding="utf-8")
+    return path
+
+
+def test_a_comparison_says_when_answers_shaped_as_parts_are_read_as_alternatives(tmp_path):
+    """``train``, ``tune`` and ``evaluate`` said so in a note; a comparison scored such a file with SQuAD's metrics unsaid."""
+    from bio_mrc.data.answer_parts import AlternativesReadNote
+
+    path = _parts_shaped_jsonl(tmp_path)
+    with pytest.warns(AlternativesReadNote, match=r"^eval: 2 questions of .*parts\.jsonl list several answers that share no text.*"
+                                                  r"give \"format\": \"answer-parts\" in eval where they are the parts of one answer$"):
+        split = resolve_split(DataSpec(path=str(path)), tmp_path, "eval")
+    assert split.task == "squad-v1.1"
+
+
+def test_a_comparison_reads_answers_named_as_parts_without_the_note(tmp_path):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        split = resolve_split(DataSpec(path=str(_parts_shaped_jsonl(tmp_path)), format="answer-parts"), tmp_path, "eval")
+    assert split.task == "answer-parts" and split.examples[0].answer_texts() == [["Denmark", "Norway"]]
+
+
+def test_span_count_thresholds_untuned_are_not_called_tuned(tiny_encoder_dir, tmp_path):
+    """Without a 'tune' split or folds the thresholds are the decodings' defaults, which the report called tuned."""
+    raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}],
+                      eval={"path": str(_parts_shaped_jsonl(tmp_path)), "format": "answer-parts"})
+    compare(parse_config(raw), tmp_path, tmp_path / "out", progress=False)
+    section = (tmp_path / "out" / "report.md").read_text(encoding="utf-8").split("## Span-count thresholds")[1].split("##")[0]
+    assert "tuned on held-out questions" not in section
+    assert "not tuned here: the configuration has no 'tune' split" in section
 
 
 def test_a_model_continued_from_a_pattern_is_stale_once_the_model_the_pattern_finds_changes(tmp_path, monkeypatch):

@@ -419,7 +419,7 @@ def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
 def test_always_abstaining_is_scored_as_the_official_script_scores_an_empty_answer():
     """An answerable question whose only gold text is "." normalises to nothing, and evaluate-v2.0.py scores it
     against "": abstaining there is right (F1 100), as on the unanswerable question; "Paris" is 0."""
-    from bio_mrc.harness.summary import abstain_f1
+    from bio_mrc.metrics.task_scores import abstain_f1
     from bio_mrc.registry import squad_task
 
     context = "Paris. Lyon"

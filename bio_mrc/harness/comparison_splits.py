@@ -13,6 +13,7 @@ from typing import Any
 from .. import registry
 from ..arguments import warn_limit_past
 from ..data.sources import is_hub_id, local_data_path, locate, split_spec
+from ..data.answer_parts import note_alternatives_read
 from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, id_set_hash, paragraphs, question_set_hash,
                                    shared_questions_and_contexts, split_by_article)
 from ..data.squad import read_squad
@@ -164,6 +165,8 @@ def resolve_split(spec: DataSpec, data_dir: Path, key: str = "") -> Split:
         # SQuAD-shaped form (those read their listed answers as one answer's parts)
         data = read_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
                           data_format=task.layout, needs_gold="bio-mrc compare")
+        if task.examples_as is None:  # answers read as the form means them: where it means either, say how
+            note_alternatives_read(data, key)
         examples, is_v2, detected = task.task_examples(data.examples, data.source), data.is_v2, task.format_of_read(data.format)
     if spec.split:
         try:

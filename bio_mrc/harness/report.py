@@ -102,7 +102,8 @@ def _header_section(results: ComparisonResults, summary: Summary, plots: dict[st
     config, evaluation = results.config, results.eval
     task = registry.task(evaluation["task"])
     lines = [
-        f"# Comparison report: {config['name']}", "", paragraph_text(config.get("description", "")), "",
+        f"# Comparison report: {config['name']}", "",
+        *([description, ""] if (description := paragraph_text(config.get("description", ""))) else []),
         f"- Date: {results.date}; bio_mrc {results.package_version}; {_seeds_line(config)}",
         *([f"- Machine: {results.machine} (the times below are its)"] if results.machine else []),
         f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
@@ -362,10 +363,14 @@ def _reliability_diagrams(results: ComparisonResults) -> dict[CellKey, dict[str,
     return diagrams
 
 
-def _too_few_to_calibrate(results: ComparisonResults) -> str | None:
-    """Why no cell has a calibrated ECE where the tuning split holds fewer questions than a calibrator is fitted on
-    (tuning fits none then, and a cell's calibrated column is empty without this line to say why)."""
-    questions = (results.tune or {}).get("questions")
+def _too_few_to_calibrate(results: ComparisonResults, rows: list[Any]) -> str | None:
+    """Why no cell has a calibrated ECE where there is no tuning split, or it holds fewer questions than a calibrator is
+    fitted on (tuning fits none then, and a cell's calibrated column is empty without this line to say why)."""
+    if results.tune is None:  # a model a run continues may bring its own calibrator
+        if any(r.ece["calibrated"] for r in rows):
+            return None
+        return "No cell is calibrated: the configuration has no 'tune' split to fit a calibrator on."
+    questions = results.tune.get("questions")
     if not isinstance(questions, int) or questions >= FEWEST_CALIBRATION_QUESTIONS:
         return None
     return (f"No cell is calibrated: the tuning split holds {counted(questions, 'question')}, too few "
@@ -391,7 +396,7 @@ def _calibration_section(results: ComparisonResults, summary: Summary, plots: di
              "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.cell} | {format_present(r.ece['raw'], 3)} | {format_present(r.ece['calibrated'], 3)} |")
-    if (note := _too_few_to_calibrate(results)) is not None:
+    if (note := _too_few_to_calibrate(results, rows)) is not None:
         lines += ["", note]
     lines += _uncalibrated_lines(results)
     if CALIBRATION_PLOT in plots:
@@ -410,9 +415,13 @@ def _span_count_lines(results: ComparisonResults) -> list[str]:
              for cell in results.cells if cell.min_span_probability is not None]
     if not rules:
         return []
+    # Without tuning questions or folds nothing tunes the rule, so its values are defaults or a continued model's.
+    source = ("tuned on held-out questions and saved with the model); in cross-validation, each fold's value"
+              if results.tune or any(folds for *_, folds in rules) else
+              "not tuned here: the configuration has no 'tune' split, so each is the decoding's default or the value "
+              "saved with the model a run continues)")
     lines = ["", "## Span-count thresholds", "",
-             "A span after the first joins a multi-span answer only with at least this probability (the span-count rule, "
-             "tuned on held-out questions and saved with the model); in cross-validation, each fold's value.", "",
+             f"A span after the first joins a multi-span answer only with at least this probability (the span-count rule, {source}.", "",
              "| cell | seed | threshold | per fold |", "|---|---|---|---|"]
     for label, seed, value, folds in rules:
         per_fold = ", ".join(f"{v:g}" for v in folds) if folds else "–"

@@ -13,8 +13,6 @@ import numpy as np
 
 from .. import registry
 from ..metrics.multispan_official import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
-from ..data.squad import gold_texts
-from ..metrics.squad_official import per_question_scores
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
@@ -109,16 +107,8 @@ def task_question_groups(task: registry.TaskEntry, examples: Sequence[Example], 
     return QUESTION_GROUPS[task.groups](examples, answer_tokens, context_tokens, task.no_answer)
 
 
-def abstain_f1(task: registry.TaskEntry, examples: Sequence[Example]) -> np.ndarray:
-    """Each question's official F1 (0..100) when the answer is ``""``: 100 on an unanswerable question, and on an
-    answerable one whose every listed text normalises to nothing (``"."``, ``"the"``), which the official script
-    scores against ``""``; 0 elsewhere."""
-    ids = [ex.id for ex in examples]
-    return per_question_scores(gold_texts(examples), dict.fromkeys(ids, ""), ids, task.squad_rules)[1]
-
-
 def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], abstain: np.ndarray) -> AgainstAbstaining:
-    """SQuAD 2.0's trivial reader, "always abstain" (``abstain``: its F1 on each question, :func:`abstain_f1`), on
+    """SQuAD 2.0's trivial reader, "always abstain" (``abstain``: its F1 on each question, :func:`bio_mrc.metrics.task_scores.abstain_f1`), on
     the same questions, and each cell's paired difference from it (over seeds × questions with several seeds)."""
     cells = {}
     for key, f1 in f1_by_seed.items():

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..registry import resolve
-from ..types import Prediction
+from ..types import Example, Prediction
 from .multispan_official import METRIC_NAMES, metrics_from_counts, multispan_metrics, question_counts
 from .squad_official import per_question_scores, squad_metrics
 
@@ -67,6 +67,15 @@ def aggregated_official(task: Any, gold: Mapping[str, Sequence[str]], answers: M
     given = {qid: answers[qid] if qid in answers else task.answer(Prediction(qid)) for qid in ids}
     columns = {name: np.asarray(values) for name, values in resolve(task.score)(task, gold, given, ids).items()}
     return task.metrics_of(columns)
+
+
+def abstain_f1(task: Any, examples: Sequence[Example]) -> np.ndarray:
+    """Each question's official F1 (0..100) when the answer is ``""``: 100 on an unanswerable question, and on an
+    answerable one whose every listed text normalises to nothing (``"."``, ``"the"``), which the official script
+    scores against ``""``; 0 elsewhere."""
+    ids = [ex.id for ex in examples]
+    gold = {ex.id: [" ".join(texts) for texts in ex.answer_texts()] for ex in examples}  # as data.squad.gold_texts
+    return per_question_scores(gold, dict.fromkeys(ids, ""), ids, task.squad_rules)[1]
 
 
 def squad_right(task: Any, predictions: Sequence[Any], gold: Mapping[str, Sequence[str]]) -> np.ndarray:
