@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+from .plugins import PLUGIN_GROUP
 
 # run_qa.py's names whose meaning here has another name; the rest (--max_seq_length, --doc_stride,
 # --max_answer_length, --learning_rate, ...) are the package's own with hyphens. A dict maps by command
@@ -24,6 +26,8 @@ RUN_QA_NAMES: Mapping[str, str | Mapping[str | None, str]] = {
 AMBIGUOUS_NAMES: Mapping[tuple[str, str], str] = {
     ("train", "--model"): "the encoder to start from is --encoder, a trained bio_mrc model to continue --init-from",
 }
+# How a name no table holds gets there: said after argparse's "invalid choice" where the choices are a table's names.
+OWN_ENTRY_HINT = f"install a package with a {PLUGIN_GROUP} entry point (docs/layout.md, your entries in the bio-mrc command)"
 RUN_QA_NOTE = ("transformers' run_qa.py names (--model_name_or_path, --max_seq_length, --doc_stride, --n_best_size, "
                "--max_answer_length, --per_device_train_batch_size, --num_train_epochs, --learning_rate, ...) are read "
                "as the options they correspond to")
@@ -58,6 +62,17 @@ class CommandLineParser(argparse.ArgumentParser):
         if extras:
             self.exit(2, f"error: {self._unknown(extras[0], command, subparser)}\n")
         return parsed
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check of a choice; where the choices are a registry table's names, its refusal says in the same
+        line how an entry of one's own joins them."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as error:
+            own = getattr(action.choices, "own", None)
+            if own is None:
+                raise
+            raise argparse.ArgumentError(action, f"{error.message}; {own}: {OWN_ENTRY_HINT}") from None
 
     def _first_unknown_option(self, argv: Sequence[str], command: str | None, subparser: argparse.ArgumentParser | None) -> str | None:
         """The first ``--name`` that is no option (nor the start of exactly one) of the parser it goes to; a token with

@@ -2,8 +2,8 @@
 
 Like transformers' ``HfArgumentParser``: each field becomes ``--field-name`` with the field's default, and
 ``help``/``choices``/``metavar`` from ``dataclasses.field(metadata=...)``, so options, defaults and help texts
-cannot drift from the config. ``choices`` may be a function of no arguments (a registry's names), called when the
-options are built: what is registered by then is offered. Written here because ``HfArgumentParser`` cannot parse
+cannot drift from the config. ``choices`` and ``help`` may be functions of no arguments (a registry's names, its
+entries in their own words), called when the options are built: what is registered by then is offered. Written here because ``HfArgumentParser`` cannot parse
 ``tuple[float, float, float] | None`` fields (``bio_prior``, ``bio_class_weights``).
 """
 
@@ -17,7 +17,7 @@ import types
 import typing
 from typing import Any, Collection, TypeVar
 
-from .config_schema import field_choices
+from .config_schema import field_choices, field_help
 from .errors import ConfigError, argument
 
 T = TypeVar("T")
@@ -113,6 +113,8 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Coll
         options.update({key: field.metadata[key] for key in _PASSED_THROUGH if key in field.metadata})
         if "choices" in options:
             options["choices"] = field_choices(field.metadata)
+        if "help" in options:
+            options["help"] = field_help(field.metadata)
         name = field.name.replace("_", "-")
         value_type, nargs = _value_type(annotation)
         if value_type is bool and nargs is None and "type" not in options:

@@ -4,8 +4,8 @@ A field's JSON type comes from its annotation and its allowed values from its ``
 ``choices`` (an enum; a function of no arguments, such as a registry's names, is called when the schema
 is built, so it never holds a stale copy), ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum``, ``min_length`` (on a
 tuple field they bound each item), ``schema`` (a field schema given whole; its ``problem``, if any,
-is the error message) and ``help`` (the description). The command-line options (:mod:`bio_mrc.config_options`) read the same metadata, so
-an option, its range and its help are written once.
+is the error message) and ``help`` (the description; a function of no arguments too, called alike). The command-line
+options (:mod:`bio_mrc.config_options`) read the same metadata, so an option, its range and its help are written once.
 """
 
 from __future__ import annotations
@@ -53,7 +53,14 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
 def field_choices(metadata: Mapping[str, Any]) -> tuple[Any, ...]:
     """A field's allowed values: its ``choices``, called when a function (read when asked, not copied)."""
     choices = metadata["choices"]
-    return tuple(choices() if callable(choices) else choices)
+    values = choices() if callable(choices) else choices
+    return values if isinstance(values, tuple) else tuple(values)  # a registry's names keep what they are
+
+
+def field_help(metadata: Mapping[str, Any]) -> str:
+    """A field's help text: its ``help``, called when a function (a registry's entries in their own words)."""
+    text = metadata["help"]
+    return text() if callable(text) else text
 
 
 def _bounds(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,7 +87,7 @@ def field_schema(annotation: Any, metadata: Mapping[str, Any]) -> dict[str, Any]
             if "enum" in schema:
                 schema["enum"].append(None)
     if "help" in metadata:
-        schema["description"] = metadata["help"]
+        schema["description"] = field_help(metadata)
     return schema
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .answer_text import normalize_answer
 from .errors import BioMrcError, DataFormatError
 from .json_syntax import json_value
+from .plurals import number_form
 
 TAG_SEQUENCE = "tag sequence"  # multi-span answers: one tag sequence, the spans its decoder chose by their posteriors
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
@@ -46,7 +47,8 @@ class HeadEntry:
     ``outputs`` names its logits, in the order ``forward`` returns them, as the model's output, the window outputs
     and the ONNX export name them, ``output_dims`` gives their dimensions after (batch, seq) and ``pad`` fills them
     past a window's end; ``loss_weight`` weights its loss: the model config's attribute of that name, or the
-    number itself; ``needs_tag_mask``: its loss is scored on the tagged tokens."""
+    number itself; ``needs_tag_mask``: its loss is scored on the tagged tokens; ``description`` says what it is (model
+    cards), ``short_description`` the same in a few words, as ``bio-mrc train --help`` lists it (None: ``description``)."""
 
     name: str
     attribute: str
@@ -59,6 +61,12 @@ class HeadEntry:
     loss_weight: str | float
     needs_tag_mask: bool
     description: str
+    short_description: str | None = None
+
+    @property
+    def help_text(self) -> str:
+        """What ``bio-mrc train --help`` says of it: its short description, else its description."""
+        return self.description if self.short_description is None else self.short_description
 
     def weight(self, model_config: Any) -> float:
         """The weight of its loss in the model's total loss."""
@@ -483,12 +491,36 @@ def task(name: str) -> TaskEntry:
     return _lookup(TASKS, "task", name)
 
 
-def head_choices() -> tuple[str, ...]:
+class EntryNames(tuple):
+    """The names a table offers (a command's choices), as a tuple, with what one's own entry there is (``own``): the
+    command line's refusal of a name not among them says how a plug-in adds one (:mod:`bio_mrc.argument_parser`)."""
+
+    own: str
+
+    def __new__(cls, names: Iterable[str], own: str) -> "EntryNames":
+        made = super().__new__(cls, names)
+        made.own = own
+        return made
+
+
+def head_choices() -> EntryNames:
     """Every set of registered heads a model can carry, as ``heads`` spells it (registry order, ``+``-joined); a set
     of two heads naming the same logits is none (:func:`head_names` refuses it)."""
     names = list(HEADS)
     combos = (combo for size in range(1, len(names) + 1) for combo in itertools.combinations(names, size))
-    return tuple("+".join(combo) for combo in combos if len(set(head_outputs(combo))) == len(head_outputs(combo)))
+    return EntryNames(("+".join(combo) for combo in combos if len(set(head_outputs(combo))) == len(head_outputs(combo))),
+                      "a head of your own")
+
+
+def head_help() -> str:
+    """What ``--heads`` offers, in words: every registered head's :attr:`HeadEntry.help_text`, then the first set of
+    several heads (built when the help is, so a plug-in's head is listed in its own words)."""
+    words = [f"{entry.name}: {entry.help_text}" for entry in HEADS.values()]
+    joined = [choice for choice in head_choices() if "+" in choice]
+    if joined:
+        more = " (any set the choices list, joined by +)" if len(joined) > 1 else ""
+        words.append(f"{joined[0]}: both on one encoder{more}")
+    return "; ".join(words)
 
 
 def head_names(heads: str) -> list[str]:
@@ -524,9 +556,9 @@ def decoding_names() -> tuple[str, ...]:
     return tuple(DECODINGS)
 
 
-def decoding_choices() -> tuple[str, ...]:
+def decoding_choices() -> EntryNames:
     """``auto`` and every registered decoding: what a command or a request may ask for."""
-    return (AUTO_DECODING, *DECODINGS)
+    return EntryNames((AUTO_DECODING, *DECODINGS), "a decoding of your own")
 
 
 def decodings_for(heads: str | Iterable[str]) -> list[str]:
@@ -550,9 +582,10 @@ def preferred_decoding(available: Iterable[str]) -> str:
 AUTO_DECODING = "auto"
 
 
-def resolve_decoding(available: Sequence[str], decoding: str) -> str:
+def resolve_decoding(available: Sequence[str], decoding: str, heads: str | Iterable[str] | None = None) -> str:
     """``auto`` -> :func:`preferred_decoding` of the model's decodings; a decoding the heads cannot do is refused
-    (one line naming it and what the model offers) rather than silently replaced."""
+    (one line naming it, the heads it lacks and what the model offers) rather than silently replaced. ``heads``: the
+    model's (``"span+bio"`` or names; None: those its ``available`` decodings read)."""
     from .errors import ConfigError
 
     if decoding == AUTO_DECODING:
@@ -561,8 +594,21 @@ def resolve_decoding(available: Sequence[str], decoding: str) -> str:
     if not isinstance(decoding, str) or decoding not in DECODINGS:
         raise ConfigError(f"decoding must be one of {[AUTO_DECODING, *DECODINGS]}, got {json_value(decoding)}")
     if decoding not in available:
-        raise ConfigError(f"decoding {json_value(decoding)} needs heads this model lacks; it offers {list(available)}")
+        missing = _missing_heads(decoding, available, heads)
+        raise ConfigError(f"decoding {json_value(decoding)} needs the {' and '.join(missing)} "
+                          f"{number_form(len(missing), 'head')}, which this model lacks; it offers {list(available)}")
     return decoding
+
+
+def _missing_heads(decoding: str, available: Sequence[str], heads: str | Iterable[str] | None) -> list[str]:
+    """The heads ``decoding`` reads that a model of ``heads`` (None: of those its ``available`` decodings read) lacks,
+    in registry order; a name no head has (a plug-in's not loaded) after them."""
+    if heads is None:
+        have = {name for offered in available if offered in DECODINGS for name in DECODINGS[offered].heads}
+    else:
+        have = set(heads.split("+") if isinstance(heads, str) else heads)
+    needed = DECODINGS[decoding].heads - have
+    return [name for name in HEADS if name in needed] + sorted(needed - set(HEADS))
 
 
 def task_for(format: str, has_unanswerable: bool) -> TaskEntry:
@@ -588,13 +634,13 @@ def task_of_data(data_format: str, has_unanswerable: bool) -> TaskEntry:
     return task_for(data_format if data_format in data_formats() else SQUAD_FORMAT, has_unanswerable)
 
 
-def data_formats() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(entry.format for entry in TASKS.values()))
+def data_formats() -> EntryNames:
+    return EntryNames(dict.fromkeys(entry.format for entry in TASKS.values()), "a data format of your own (a task's)")
 
 
-def scorers() -> tuple[str, ...]:
+def scorers() -> EntryNames:
     """The official scorers ``bio-mrc evaluate --metric`` offers."""
-    return tuple(dict.fromkeys(entry.scorer for entry in TASKS.values()))
+    return EntryNames(dict.fromkeys(entry.scorer for entry in TASKS.values()), "a scorer of your own (a task's)")
 
 
 def scorer(name: str, has_unanswerable: bool | None = None) -> TaskEntry:
@@ -628,14 +674,14 @@ register_head(HeadEntry(
     name="span", attribute="span_head", build="bio_mrc.heads.span:build_span_head",
     targets={"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET},
     build_targets="bio_mrc.features.targets:span_targets", outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"),
-    loss_weight="span_loss_weight", needs_tag_mask=False,
+    loss_weight="span_loss_weight", needs_tag_mask=False, short_description="start/end head",
     description="a start/end span head (one answer span, an n-best list, a no-answer score from the window's first token, `[CLS]` or `<s>`)",
 ))
 register_head(HeadEntry(
     name="bio", attribute="bio_head", build="bio_mrc.heads.bio:build_bio_head",
     targets={"bio_targets": TOKEN_TARGET}, build_targets="bio_mrc.features.targets:bio_window_targets",
     outputs=("bio_logits",), output_dims=((3,),), pad=0.0,
-    loss_weight="bio_loss_weight", needs_tag_mask=True,
+    loss_weight="bio_loss_weight", needs_tag_mask=True, short_description="B/I/O tagging head",
     description="a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
 ))
 EACH_WINDOW = "bio_mrc.decoding.window_outputs:each_window"  # every window a question of its own

@@ -13,6 +13,7 @@ import pytest
 from bio_mrc.cli import build_parser
 from bio_mrc.cli.options import decode_config, train_config
 from bio_mrc.config_options import add_config_options, config_from_args
+from bio_mrc.config_schema import field_help
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS
 from bio_mrc.heads import BIOHead
@@ -58,9 +59,9 @@ def test_every_field_is_an_option_with_its_default_and_help(command):
             assert not hasattr(args, field.name) and option not in help_text, field.name
             continue
         assert getattr(args, field.name) == _default(field), field.name
-        assert field.metadata["help"], f"{cls.__name__}.{field.name} has no help"
+        assert field_help(field.metadata), f"{cls.__name__}.{field.name} has no help"
         shown = " ".join(map(str, _default(field))) if isinstance(_default(field), tuple) else _default(field)  # as typed
-        assert _squeezed(f'{field.metadata["help"]} (default: {shown})') in help_text, field.name
+        assert _squeezed(f'{field_help(field.metadata)} (default: {shown})') in help_text, field.name
 
 
 def test_defaults_build_the_default_configs():

@@ -159,5 +159,5 @@ def test_a_decoding_the_models_heads_lack_is_refused_before_the_data_is_read(tin
     capsys.readouterr()
     assert main([command[0], "--model", str(model), "--data", str(SAMPLE_V1), "--decoding", "bio", *command[1:],
                  str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err == "error: decoding \"bio\" needs heads this model lacks; it offers ['span']\n"
+    assert capsys.readouterr().err == "error: decoding \"bio\" needs the bio head, which this model lacks; it offers ['span']\n"
     assert not (tmp_path / "out").exists()

@@ -42,15 +42,15 @@ def test_predict_and_extract_refuse_a_decoding_the_model_cannot_do(span_model, t
     capsys.readouterr()
     assert main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--decoding", "bio", "--output", str(tmp_path / "p.json")]) == 2
     # before the weights load: no loading bar above the line
-    assert capsys.readouterr().err == "error: decoding \"bio\" needs heads this model lacks; it offers ['span']\n"
+    assert capsys.readouterr().err == "error: decoding \"bio\" needs the bio head, which this model lacks; it offers ['span']\n"
     # tune too, where it ended in a ValueError traceback once every question was answered
     assert main(["tune", "--model", str(out), "--data", str(SAMPLE_V1), "--decoding", "bio", "--no-calibration",
                  "--output-dir", str(tmp_path / "tuned")]) == 2
-    assert capsys.readouterr().err == "error: decoding \"bio\" needs heads this model lacks; it offers ['span']\n"
+    assert capsys.readouterr().err == "error: decoding \"bio\" needs the bio head, which this model lacks; it offers ['span']\n"
     assert not (tmp_path / "tuned").exists()
     # extract says the same, in one line, before any work
     assert main(["extract", "--model", str(out), "--question", "Who?", "--context", "Ada wrote it.", "--decoding", "bio"]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: decoding \"bio\" needs heads this model lacks; it offers ['span']"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: decoding \"bio\" needs the bio head, which this model lacks; it offers ['span']"
     # auto, the default, is the span decoding here
     assert main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]) == 0
     assert (tmp_path / "p.json").exists()

@@ -162,3 +162,70 @@ def test_the_model_card_of_a_plugin_head_speaks_of_its_own_head(monkeypatch):
     text = model_card.render_model_card({"heads": "pointer"}, None, None, "m")
     assert "one BERT-style encoder with a pointer head." in text and "| decodings | `pointer` |" in text
     assert "span head" not in text  # the model has none: its multi-span answers are its decoding's n-best spans
+
+
+# --- a plug-in's entries in the command line's own words ---------------------------------------------------------
+
+def pointer_head(**changes) -> registry.HeadEntry:
+    """A head of one's own, as a plug-in registers it."""
+    return registry.HeadEntry(**{
+        "name": "pointer", "attribute": "pointer_head", "build": lambda config, hidden: None,
+        "targets": {"pointer_positions": registry.POSITION_TARGET}, "build_targets": "bio_mrc.features.targets:span_targets",
+        "outputs": ("pointer_logits",), "output_dims": ((),), "pad": float("-inf"), "loss_weight": 1.0, "needs_tag_mask": False,
+        "description": "a pointer head of one's own (one position a window)", "short_description": "pointer head", **changes})
+
+
+def test_the_heads_help_of_the_built_in_heads_is_the_words_it_always_had():
+    assert registry.head_help() == "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder"
+
+
+def test_train_help_names_a_registered_head_in_its_own_words(monkeypatch, capsys):
+    from bio_mrc.cli import main
+
+    monkeypatch.setitem(registry.HEADS, "pointer", pointer_head())
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("span: start/end head; bio: B/I/O tagging head; pointer: pointer head; span+bio: both on one encoder "
+            "(any set the choices list, joined by +)") in help_text
+    # one without a short description: its description
+    monkeypatch.setitem(registry.HEADS, "pointer", pointer_head(short_description=None))
+    assert "pointer: a pointer head of one's own (one position a window);" in registry.head_help()
+
+
+@pytest.mark.parametrize("available, decoding, heads, missing", [
+    (["span"], "bio", None, "the bio head"),
+    (["span"], "joint", "span", "the bio head"),
+    (["bio"], "joint", ["bio"], "the span head"),
+    ([], "joint", "pointer", "the span and bio heads"),
+])
+def test_a_decoding_the_model_cannot_do_names_the_heads_it_lacks(available, decoding, heads, missing):
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        registry.resolve_decoding(available, decoding, heads=heads)
+    assert str(refused.value) == (f"decoding {json.dumps(decoding)} needs {missing}, which this model lacks; "
+                                  f"it offers {available}")
+
+
+LAYOUT_HINT = "install a package with a bio_mrc.plugins entry point (docs/layout.md, your entries in the bio-mrc command)"
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["predict", "--model", "m", "--data", "d", "--output", "o", "--decoding", "span", "shortest"],
+     f"argument --decoding: invalid choice: 'shortest' (choose from 'auto', 'span', 'bio', 'joint'); a decoding of your own: {LAYOUT_HINT}"),
+    (["train", "--train", "t", "--output-dir", "o", "--heads", "pointer"],
+     f"argument --heads: invalid choice: 'pointer' (choose from 'span', 'bio', 'span+bio'); a head of your own: {LAYOUT_HINT}"),
+    (["predict", "--model", "m", "--data", "d", "--output", "o", "--format", "qa-tsv"],
+     "argument --format: invalid choice: 'qa-tsv' (choose from 'squad', 'multispanqa', 'quoref', 'drop', 'mash-qa', "
+     f"'answer-parts'); a data format of your own (a task's): {LAYOUT_HINT}"),
+    (["export", "--model", "m", "--output", "o", "--format", "tflite"],  # no table: nothing a plug-in could add
+     "argument --format: invalid choice: 'tflite' (choose from 'onnx', 'transformers')"),
+])
+def test_a_name_no_entry_has_is_one_line_saying_how_to_add_one(argv, hint, capsys):
+    from bio_mrc.cli import main
+
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"bio-mrc {argv[0]}: error: {hint}"

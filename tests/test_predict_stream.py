@@ -601,7 +601,7 @@ def test_a_question_id_and_context_with_a_line_separator_give_one_stream_line_a_
 
 @pytest.mark.parametrize("kind", ["span", "bio", "span+bio", "tuned prior", "answer-length limit", "qa checkpoint"])
 def test_the_settings_resume_reads_from_the_files_are_those_the_loaded_model_gives(tiny_encoder_dir, tmp_path, kind):
-    """``predict --resume`` settles the decodings, the length prior and the answer-length limit from ``config.json``
+    """``predict --resume`` settles the decodings, the length prior, the answer-length limit and the heads from ``config.json``
     before the model loads (:func:`saved_settings`): they are the loaded model's own."""
     from bio_mrc.decoding.postprocess import DecodeConfig
     from bio_mrc.inference import TrainedModel
@@ -621,8 +621,9 @@ def test_the_settings_resume_reads_from_the_files_are_those_the_loaded_model_giv
         (folder / "config.json").write_text(json.dumps({**config, **saved}), encoding="utf-8")
     trained = TrainedModel.load(folder, precision="fp32", device="cpu")
     resolved = trained.decode_config(DecodeConfig())
-    assert saved_settings(folder) == (trained.decodings, resolved.bio_length_prior, resolved.max_answer_length)
-    assert saved_settings(folder)[1:] == (0.75 if kind == "tuned prior" else 0.0, 64 if kind == "answer-length limit" else 30)
+    assert saved_settings(folder) == (trained.decodings, resolved.bio_length_prior, resolved.max_answer_length,
+                                      registry.head_names(trained.heads))
+    assert saved_settings(folder)[1:3] == (0.75 if kind == "tuned prior" else 0.0, 64 if kind == "answer-length limit" else 30)
 
 
 def test_resume_refuses_a_data_file_edited_in_place_at_the_same_size_and_ids(model_dir, tmp_path, capsys):

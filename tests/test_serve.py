@@ -449,7 +449,7 @@ def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
     with TestClient(create_app(AnswerExtractor.from_pretrained(tmp_path, precision="fp32"))) as client:
         refused = client.post("/answer", json={**GOOD, "decoding": "bio"})
         auto = client.post("/answer", json={**GOOD, "multi_span": True})
-    assert refused.status_code == 422 and 'decoding "bio" needs heads this model lacks' in refused.json()["detail"]
+    assert refused.status_code == 422 and 'decoding "bio" needs the bio head, which this model lacks' in refused.json()["detail"]
     assert auto.status_code == 200 and auto.json()["decoding"] == "span"
 
 

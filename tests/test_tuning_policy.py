@@ -36,9 +36,9 @@ def test_the_prior_is_tuned_only_when_left_open_and_calibrators_only_for_single_
 
 def test_a_decoding_the_model_cannot_do_is_refused_before_any_tuning():
     """Tuning the BIO prior of a span-only model ended in a ValueError traceback ("BIO decoding needs a model with a BIO
-    head") once the tags were merged; the model is asked for nothing but its decodings (no outputs are read)."""
-    span_only = SimpleNamespace(decodings=["span"])
-    with pytest.raises(ConfigError, match="^decoding \"bio\" needs heads this model lacks; it offers \\['span'\\]$"):
+    head") once the tags were merged; the model is asked for nothing but its decodings and heads (no outputs are read)."""
+    span_only = SimpleNamespace(decodings=["span"], heads="span")
+    with pytest.raises(ConfigError, match="^decoding \"bio\" needs the bio head, which this model lacks; it offers \\['span'\\]$"):
         tune_for_model(span_only, None, [], DecodeConfig(), SQUAD_V1, decodings=["bio"])
 
 

@@ -186,7 +186,7 @@ class AnswerExtractor:
         check_abstention(self.trained)  # a threshold on an untrained no-answer score, refused before any work
         self.progress = check_flag(progress, "progress")  # bars for the windows and forward passes (the command line's, on long contexts)
         self.decoding = decoding
-        registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once
+        registry.resolve_decoding(self.trained.decodings, decoding, heads=self.trained.heads)  # one the heads can do, refused at once
         self.multi_span = check_flag(multi_span, "multi_span")
         if decode_config is not None and not isinstance(decode_config, DecodeConfig):
             raise TypeError(f"decode_config is a DecodeConfig, got {a_type(decode_config)}")
@@ -263,7 +263,7 @@ class AnswerExtractor:
     def checked_decodings(self, decodings: Sequence[str], prior: float | None = None) -> list[str]:
         """``decodings`` resolved (``auto``: the model's preferred), each one the heads can do; a BIO length ``prior``
         (None: the extractor's) that none of them reads is refused in one line, as the constructor refuses it."""
-        resolved = [registry.resolve_decoding(self.trained.decodings, decoding) for decoding in decodings]
+        resolved = [registry.resolve_decoding(self.trained.decodings, decoding, heads=self.trained.heads) for decoding in decodings]
         prior = self.decode_config.bio_length_prior if prior is None else prior
         check_length_prior(self.trained.decodings, resolved, prior)
         return resolved

@@ -172,6 +172,11 @@ class TrainedModel:
         return available_decodings(self.model.config.heads)
 
     @property
+    def heads(self) -> str:
+        """The model's heads, as its config names them (``"span+bio"``)."""
+        return self.model.config.heads
+
+    @property
     def thresholds(self) -> dict[str, float]:
         """The no-answer thresholds saved with the model, by decoding (none before ``tune``)."""
         return dict(self.model.config.no_answer_thresholds or {})
@@ -305,4 +310,4 @@ def check_folder_to_load(model_dir: Path) -> None:
 def _check_decodings(heads: str, decodings: Sequence[str]) -> None:
     """Each of ``decodings`` one that ``heads`` (a model's, as its config names them) can do."""
     for decoding in decodings:
-        resolve_decoding(available_decodings(heads), decoding)
+        resolve_decoding(available_decodings(heads), decoding, heads=heads)

@@ -176,7 +176,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if not options.get("handle_impossible_answer"):
             return
         trained = self.extractor.trained
-        chosen = registry.resolve_decoding(trained.decodings, options.get("decoding") or self.extractor.decoding)
+        chosen = registry.resolve_decoding(trained.decodings, options.get("decoding") or self.extractor.decoding,
+                                          heads=trained.heads)
         default = "handle_impossible_answer" not in asked
         with _WARNING_ONCE:
             if default and chosen in self._defaults_warned:
@@ -264,7 +265,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     def postprocess(self, model_outputs, top_k=1, handle_impossible_answer=False, max_answer_len=None,
                     decoding="auto", multi_span=False, align_to_words=False):
         """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``."""
-        decoding = registry.resolve_decoding(self.extractor.trained.decodings, decoding)
+        decoding = registry.resolve_decoding(self.extractor.trained.decodings, decoding, heads=self.extractor.trained.heads)
         questions = model_outputs["questions"]
         n_best = max(1 if multi_span else top_k, self.extractor.decode_config.n_best)  # with multi_span top_k cuts the ranking
 

@@ -23,6 +23,7 @@ class SavedSettings(NamedTuple):
     decodings: list[str]
     bio_length_prior: float
     max_answer_length: int
+    heads: list[str]
 
 
 def saved_settings(model_dir: Path) -> SavedSettings | None:
@@ -30,7 +31,7 @@ def saved_settings(model_dir: Path) -> SavedSettings | None:
     ``model_dir``, read from its ``config.json`` alone (no weight loads); None where that config is none load reads so
     (load refuses it, or reads it as something else)."""
     if qa_architecture(model_dir):
-        return SavedSettings(available_decodings(QA_HEADS), 0.0, MAX_ANSWER_LENGTH)
+        return SavedSettings(available_decodings(QA_HEADS), 0.0, MAX_ANSWER_LENGTH, head_names(QA_HEADS))
     try:
         config = read_json_object(model_dir, "config.json")
         heads = config.get("heads", HEADS)
@@ -41,7 +42,7 @@ def saved_settings(model_dir: Path) -> SavedSettings | None:
     if config.get("model_type") != MODEL_TYPE or not names or not (prior is None or is_finite_number(prior)) \
             or not (limit is None or (is_plain_int(limit) and 1 <= limit <= MAX_COUNT)):
         return None
-    return SavedSettings(available_decodings(names), prior or 0.0, limit or MAX_ANSWER_LENGTH)
+    return SavedSettings(available_decodings(names), prior or 0.0, limit or MAX_ANSWER_LENGTH, names)
 
 
 def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
@@ -50,7 +51,7 @@ def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
     read so is left to the load)."""
     settings = saved_settings(Path(model)) if Path(model).is_dir() else None
     for decoding in decodings if settings else ():
-        resolve_decoding(settings[0], decoding)
+        resolve_decoding(settings.decodings, decoding, heads=settings.heads)
 
 
 def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior: float | None) -> None:

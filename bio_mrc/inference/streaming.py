@@ -389,7 +389,7 @@ def answering_plan(trained: TrainedModel, plan: StreamPlan) -> StreamPlan:
     prior that none of the decodings reads is refused in one line."""
     check_abstention(trained)
     check_length_prior(trained.decodings, plan.decodings, plan.config.bio_length_prior)
-    return replace(plan, decodings=tuple(dict.fromkeys(resolve_decoding(trained.decodings, d) for d in plan.decodings)))
+    return replace(plan, decodings=tuple(dict.fromkeys(resolve_decoding(trained.decodings, d, heads=trained.heads) for d in plan.decodings)))
 
 
 def _unanswerable(questions: Iterable[Example], given: int | None) -> int | None:

@@ -277,7 +277,7 @@ def tune_for_model(
     a bar on standard error over the questions decoded (:func:`tune_settings`)."""
     # a decoding the heads cannot do, refused in one line (tuning a BIO prior on a span-only model found no tags)
     # auto as the model's preferred decoding, each decoding tuned once ("auto joint" names joint twice)
-    decodings = list(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in decodings)) if decodings else trained.decodings
+    decodings = list(dict.fromkeys(registry.resolve_decoding(trained.decodings, d, heads=trained.heads) for d in decodings)) if decodings else trained.decodings
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)

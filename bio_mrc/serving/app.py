@@ -102,7 +102,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
             raise too_many
         try:
             examples, _ = extractor.examples(body.question, body.context)
-            decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
+            decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding, heads=extractor.trained.heads)
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
         cut = questions_cut(extractor, examples)

@@ -83,7 +83,7 @@ class TrainConfig:
     encoder: str = field(default="default", metadata={  # min_length: "" would read as the current folder
         "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)", "min_length": 1})
     heads: str = field(default=model_defaults.HEADS, metadata={
-        "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": registry.head_choices})
+        "help": registry.head_help, "choices": registry.head_choices})
     span_loss_weight: float = field(default=model_defaults.SPAN_LOSS_WEIGHT, metadata={
         "help": "weight of the span head's loss in the total loss", "minimum": 0, "maximum": MAX_WEIGHT})
     bio_loss_weight: float = field(default=model_defaults.BIO_LOSS_WEIGHT, metadata={
