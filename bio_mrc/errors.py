@@ -167,6 +167,11 @@ class LimitPastDataWarning(InputNote):
     """A ``limit`` is past the questions of the data it cuts: all of them are used."""
 
 
+class FewTuningQuestionsWarning(InputWarning):
+    """Settings are fitted on fewer tuning questions than ``bio-mrc tune`` fits on without a warning (a comparison's
+    'tune' split): what they fit follows the questions drawn."""
+
+
 class OutputError(BioMrcError, OSError):
     """An output could not be written: its device is full, or the user's quota is spent."""
 

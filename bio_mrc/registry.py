@@ -232,7 +232,8 @@ class TaskEntry:
     paragraphs, as SQuAD's do); what the evaluation during training logs of each decoding (``training_scores``: a
     score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
     the first one given; None: each of ``metrics`` under its own name); the metrics the report's table of each data set
-    of an evaluation shows (``data_set_metrics``)."""
+    of an evaluation shows (``data_set_metrics``); and what the report's BIO tag scores take as each question's gold
+    spans (``tag_gold``: SQuAD's first annotator's; every part of a multi-span answer)."""
 
     name: str
     format: str
@@ -257,6 +258,7 @@ class TaskEntry:
     metric_titles: Mapping[str, str] = field(default_factory=dict, compare=False)
     statistic_detail: str = ""
     data_set_metrics: tuple[str, ...] = ("em", "f1")  # the metrics a report's table of each evaluation data set shows
+    tag_gold: str = "the first annotator's spans"  # what a report's BIO tag scores take as gold
     folds: str | Callable[..., Any] = "bio_mrc.data.article_splits:kfold_by_question"
     examples_as: str | Callable[..., Any] | None = None
     training_scores: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
@@ -727,6 +729,7 @@ MULTISPAN_SCORING = dict(
     metric_titles={"em_precision": "EM P", "em_recall": "EM R", "em_f1": "EM F1", "pm_precision": "PM P", "pm_recall": "PM R",
                    "pm_f1": "PM F1"}, statistic_detail=" of the summed span counts",
     training_scores={"em_f1": ("em_f1",), "pm_f1": ("pm_f1",)}, data_set_metrics=("em_f1", "pm_f1"),
+    tag_gold="each question's answer spans (all its parts)",  # one answer of several parts, not several annotators
 )
 register_task(TaskEntry(
     name="squad-v1.1", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",

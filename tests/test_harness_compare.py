@@ -943,3 +943,29 @@ def test_without_a_tuning_split_a_comparison_decodes_with_no_tuning_of_the_model
     tuned, saved = tuned_decoding(trained, DecodeConfig(), None, False)
     assert (tuned.decode_config.bio_length_prior, trained.span_count_rules, saved) == (prior, rules, None)
     assert json.loads((model / "config.json").read_text())["bio_length_prior"] == 6.0  # the folder is left as it is
+
+
+def test_a_tuning_split_of_fewer_than_100_questions_is_warned_of_once_before_any_model_trains(tiny_encoder_dir, tmp_path, monkeypatch):
+    """bio-mrc tune warns that settings fitted on fewer than 100 questions follow the questions drawn; compare fitted
+    the same (thresholds, priors, calibrators) on a 'tune' split of 2 without a word."""
+    import warnings
+
+    from bio_mrc.harness import compare as comparing
+    from bio_mrc.errors import FewTuningQuestionsWarning
+
+    class Training(Exception):
+        pass
+
+    def obtain_model(*args, **kwargs):
+        raise Training
+
+    monkeypatch.setattr(comparing, "obtain_model", obtain_model)
+    normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}  # n1-n3, then n4-n5
+    raw = config_dict(tiny_encoder_dir, train={**normans, "limit": 3}, tune={**normans, "skip": 3})  # two runs, two seeds
+    with warnings.catch_warnings(record=True) as said, pytest.raises(Training):
+        warnings.simplefilter("always")
+        compare(parse_config(raw), FIXTURES, tmp_path / "out", progress=False)
+    few = [str(w.message) for w in said if issubclass(w.category, FewTuningQuestionsWarning)]
+    tune = parse_config(raw).tune.describe()
+    assert few == [f"tune: each model's settings are tuned on 2 questions of {tune}: settings fitted on fewer than 100 follow "
+                   "the questions drawn; tune on a few hundred held-out questions, as the model will meet them, to rely on them"]

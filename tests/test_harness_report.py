@@ -558,3 +558,44 @@ def test_the_report_says_how_its_intervals_are_drawn(tmp_path):
                                 "1000 resamples from seed 0)")
     assert "2.5th and 97.5th percentiles of the 1000 resampled differences" in contrasts
     assert cells.startswith("F1 per cell (95% percentile bootstrap interval over questions, 1000 resamples from seed 0)")
+
+
+@pytest.mark.parametrize("questions, said", [(1, False), (2, True), (99, True), (100, False), (None, False)])
+def test_the_calibration_section_says_when_its_calibrators_were_fitted_on_fewer_than_100_questions(questions, said):
+    """bio-mrc tune warns below 100 tuning questions; a comparison's calibrated column fitted on 2 said nothing."""
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.report import _calibration_section
+
+    results = SimpleNamespace(tune=None if questions is None else {"description": "t.json", "questions": questions}, cells=[])
+    summary = SimpleNamespace(rows=[SimpleNamespace(cell="joint/span", ece={"raw": [0.056], "calibrated": [0.04]})])
+    text = "\n".join(_calibration_section(results, summary, {}))
+    note = (f"The tuning split holds {questions} questions, which the calibrators and the other settings are fitted on: "
+            "settings fitted on fewer than 100 follow the questions drawn; tune on a few hundred held-out questions, as "
+            "the model will meet them, to rely on them.")
+    assert (note in text) is said
+    assert ("fewer than 100" in text) is said
+
+
+SQUAD_TAG_GOLD = ("Gold: the first annotator's spans as each run's tagger learns them (its `tag_mentions`): `every` adds every "
+                  "other mention of their text, `annotated` keeps the spans as given, `ignored` leaves the other mentions' "
+                  "tokens out of both sequences.")
+
+
+@pytest.mark.parametrize("task", sorted(registry.TASKS))
+def test_the_bio_tags_section_names_the_gold_tags_of_the_evaluations_task(task):
+    """Multi-span questions have one annotator whose answer has several parts: "the first annotator's spans" misread
+    them; each task says what its gold tags are, SQuAD's words as before."""
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.report import _tag_table
+
+    results = SimpleNamespace(eval={"task": task})
+    summary = SimpleNamespace(rows=[SimpleNamespace(cell="joint/bio", tag_scores={"precision": 0.5, "recall": 0.25, "f1": 1 / 3})])
+    lines = _tag_table(results, summary, {})
+    gold = next(line for line in lines if line.startswith("Gold: "))
+    entry = registry.task(task)
+    assert gold.startswith(f"Gold: {entry.tag_gold} as each run's tagger learns them")
+    assert (gold == SQUAD_TAG_GOLD) is (not entry.multi_span_answers)
+    assert ("first annotator" in gold) is (not entry.multi_span_answers)
+    assert "| joint/bio | 50.00 | 25.00 | 33.33 |" in lines

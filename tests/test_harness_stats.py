@@ -370,6 +370,15 @@ def test_mean_sd_and_format():
         mean_sd([])
 
 
+@pytest.mark.parametrize("values", [[float("nan")], [1.0, float("nan")], [1.0, float("inf")], [float("-inf"), 2.0]])
+def test_mean_sd_refuses_non_finite_values_as_the_other_statistics_do(values):
+    """It printed "nan ± nan" where the bootstrap functions refuse non-finite scores."""
+    with pytest.raises(ValueError, match="mean_sd of non-finite values"):
+        mean_sd(values)
+    with pytest.raises(ValueError, match="mean_sd of non-finite values"):
+        format_mean_sd(values)
+
+
 def test_a_p_value_of_zero_is_printed_as_the_bound_the_resamples_allow():
     assert format_p_value(0.0412) == "0.041"
     assert format_p_value(1.0) == "1.000"

@@ -11,6 +11,7 @@ import glob
 import hashlib
 import json
 import time
+import warnings
 import zipfile
 import zlib
 from dataclasses import replace
@@ -23,15 +24,17 @@ from .. import __version__, registry
 from ..data.squad import as_written
 from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder, starting_point_digest
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, FewTuningQuestionsWarning
 from ..json_syntax import json_value
 from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
 from ..inference.defaults import INFERENCE_BATCH_SIZE
+from ..inference.tuning_checks import few_tuning_questions
 from ..io import atomic_write_bytes, atomic_write_json, check_outputs_apart, check_set_files, finish_file_set, note_set_files, owned_path
 from ..machine import machine_description
 from ..model import BioMrcConfig
+from ..plurals import counted
 from ..precision import resolve_device, resolve_precision
 from ..precision_probe import MatrixShapes
 from ..progress import stage_bar
@@ -180,6 +183,7 @@ def run_comparison(
     splits, earlier = _checked_sources_and_splits(config, data_dir, output_dir / "models", cells_from)
     check_held_out_questions(config, splits)  # its init_from models found: every stage they trained on
     check_run_trainings(runs_to_train(config, earlier), config.runs, output_dir / "models", config.checkpoint_steps, splits.tune)
+    warn_few_tuning_questions(splits.tune)
     mark_comparison_folder(output_dir)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
@@ -203,6 +207,16 @@ def run_comparison(
         eval_examples=splits.eval.examples, cells=cells,
         browser=browser, machine=machine_description(),
     )
+
+
+def warn_few_tuning_questions(tune: Split | None) -> None:
+    """A :class:`~bio_mrc.errors.FewTuningQuestionsWarning` where the 'tune' split is smaller than
+    ``bio-mrc tune`` fits on without a warning: every model's thresholds, prior and calibrators are fitted on it."""
+    if tune is None:
+        return
+    said = f"tune: each model's settings are tuned on {counted(len(tune.examples), 'question')} of {tune.description}"
+    if few := few_tuning_questions(said, len(tune.examples)):
+        warnings.warn(FewTuningQuestionsWarning(few), stacklevel=3)
 
 
 def _recorded(split: Split) -> dict[str, Any]:

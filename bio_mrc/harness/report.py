@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import registry
 from ..inference.defaults import FEWEST_CALIBRATION_QUESTIONS
+from ..inference.tuning_checks import few_tuning_questions
 from ..io import atomic_write_json, atomic_write_text, replaced_together
 from ..markdown_code import code_span
 from ..model_folder import non_finite_as, transformers_float
@@ -280,8 +281,9 @@ def _tag_table(results: ComparisonResults, summary: Summary, plots: dict[str, st
     tagged = [r for r in summary.rows if r.tag_scores is not None]
     if not tagged:
         return []
+    gold = registry.task(results.eval["task"]).tag_gold  # SQuAD's first annotator; a multi-span answer's every part
     lines = ["", "## BIO tags (entity level, seqeval strict IOB2, paragraph tokens)", "",
-             "Gold: the first annotator's spans as each run's tagger learns them (its `tag_mentions`): `every` adds every other "
+             f"Gold: {gold} as each run's tagger learns them (its `tag_mentions`): `every` adds every other "
              "mention of their text, `annotated` keeps the spans as given, `ignored` leaves the other mentions' tokens out "
              "of both sequences.", "", "| cell | precision | recall | F1 |", "|---|---|---|---|"]
     for r in tagged:
@@ -377,6 +379,16 @@ def _too_few_to_calibrate(results: ComparisonResults, rows: list[Any]) -> str | 
             f"to fit a calibrator on (at least {FEWEST_CALIBRATION_QUESTIONS}); its other settings are tuned.")
 
 
+def _few_tuning_questions(results: ComparisonResults) -> str | None:
+    """What ``compare`` warned of where the calibrators (and the other settings) were fitted on a 'tune' split smaller
+    than ``bio-mrc tune`` fits on without a warning."""
+    questions = (results.tune or {}).get("questions")
+    if not isinstance(questions, int) or questions < FEWEST_CALIBRATION_QUESTIONS:
+        return None
+    said = f"The tuning split holds {counted(questions, 'question')}, which the calibrators and the other settings are fitted on"
+    return None if (few := few_tuning_questions(said, questions)) is None else f"{few}."
+
+
 def _uncalibrated_lines(results: ComparisonResults) -> list[str]:
     """The cells tuning fitted a degenerate calibrator for (none saved, so their calibrated column is empty), and why."""
     reasons = {(cell.label, cell.seed): cell.calibration_skipped for cell in results.cells if cell.calibration_skipped}
@@ -396,7 +408,7 @@ def _calibration_section(results: ComparisonResults, summary: Summary, plots: di
              "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.cell} | {format_present(r.ece['raw'], 3)} | {format_present(r.ece['calibrated'], 3)} |")
-    if (note := _too_few_to_calibrate(results, rows)) is not None:
+    if (note := _too_few_to_calibrate(results, rows) or _few_tuning_questions(results)) is not None:
         lines += ["", note]
     lines += _uncalibrated_lines(results)
     if CALIBRATION_PLOT in plots:

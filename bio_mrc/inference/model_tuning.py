@@ -19,9 +19,9 @@ from ..model import BioMrcConfig
 from ..model_folder import is_model_temporary
 from ..plurals import counted
 from ..types import Example
-from .defaults import FEW_TUNING_QUESTIONS, MIN_CALIBRATION_QUESTIONS
+from .defaults import MIN_CALIBRATION_QUESTIONS
 from .tuning_checks import (TuningQuestions, calibrates, check_saved_settings, check_tunable,  # noqa: F401 (tune's helpers, by name)
-                            check_tuning_questions, held_for_tuning, tuning_folder)
+                            check_tuning_questions, few_tuning_questions, held_for_tuning, tuning_folder)
 from .tuning import TunedSettings
 
 TUNE_STAGING_DIR = ".tune-staging"  # under tune's output folder while the tuned copy is written
@@ -153,10 +153,8 @@ def _tuning_lines(tuned: TunedSettings, before: BioMrcConfig, after: BioMrcConfi
     from .tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tuning_summary
 
     lines = tuning_summary(tuned, before, task) + dropped_settings(before, after, tuned.settings) + past_windows_line(outputs, examples)
-    if len(examples) < FEW_TUNING_QUESTIONS:
-        lines.append(f"warning: tuned on {counted(len(examples), 'question')}: settings fitted on fewer than "
-                     f"{FEW_TUNING_QUESTIONS} follow the questions drawn; tune on a few hundred held-out questions, as "
-                     "the model will meet them, to rely on them")
+    if few := few_tuning_questions(f"tuned on {counted(len(examples), 'question')}", len(examples)):
+        lines.append(f"warning: {few}")
     if not calibrate:
         lines += stale_calibrator_lines(before, after)
         kept = after.calibration or {}

@@ -16,9 +16,18 @@ from ..io import check_folder_target, check_writable_folder, written_alone
 from ..model_folder import qa_architecture
 from ..plurals import counted
 from ..types import Example
-from .defaults import FEWEST_CALIBRATION_QUESTIONS
+from .defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS
 from .held_out import check_held_out
 from .saved_settings import check_saved_decodings, check_saved_length_prior
+
+
+def few_tuning_questions(said: str, questions: int) -> str | None:
+    """What ``bio-mrc tune`` and ``compare`` say of settings fitted on ``questions`` tuning questions (``said``: how
+    they are named, ``tuned on 8 questions``); None from :data:`~bio_mrc.inference.defaults.FEW_TUNING_QUESTIONS` on."""
+    if questions >= FEW_TUNING_QUESTIONS:
+        return None
+    return (f"{said}: settings fitted on fewer than {FEW_TUNING_QUESTIONS} follow the questions drawn; tune on a few "
+            "hundred held-out questions, as the model will meet them, to rely on them")
 
 
 @dataclass(frozen=True)

@@ -379,10 +379,13 @@ def agreement(answers_a: Sequence[str], answers_b: Sequence[str], normalize: Cal
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof=1; 0.0 for a single value)."""
+    """Mean and sample standard deviation (ddof=1; 0.0 for a single value); non-finite values are refused, as the
+    bootstrap functions refuse them (a NaN would print as ``nan ± nan``)."""
     v = np.asarray(values, dtype=np.float64).ravel()
     if v.size == 0:
         raise ValueError("mean_sd of no values")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("mean_sd of non-finite values")
     sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
     return float(v.mean()), sd
 
