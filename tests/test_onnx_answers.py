@@ -242,15 +242,18 @@ STAND_IN_RECORD = {"format": "onnx", "export_format": 1, "file": ONNX_FILE, "inp
                    "tolerance": 1e-4, "versions": {}, "created": "2026-01-01T00:00:00Z"}
 
 
-def export_of_a_copy(trained_dir, tmp_path, monkeypatch, source="source"):
+def export_of_a_copy(trained_dir, tmp_path, monkeypatch, source="source", exported_thresholds=None):
     """``trained_dir`` copied to ``tmp_path/source`` and exported by ``export_onnx`` to ``tmp_path/exported``, both named
     relative to ``tmp_path`` as the working folder (a ``source`` with no folder of its name there: a hub id); its graph
-    the hand-made one (the exporter's own graph takes seconds)."""
+    the hand-made one (the exporter's own graph takes seconds). ``exported_thresholds``: a list given the thresholds of
+    each model exported."""
     from bio_mrc.inference import onnx
 
     made = hand_made_export(trained_dir, tmp_path / "made")
 
     def export(trained, staging, opset, atol):
+        if exported_thresholds is not None:
+            exported_thresholds.append(trained.thresholds)
         for name in (ONNX_FILE, "config.json", "tokenizer.json", "tokenizer_config.json"):
             shutil.copyfile(made / name, staging / name)
         return STAND_IN_RECORD
@@ -295,6 +298,48 @@ def test_an_export_records_its_source_folder_in_full_and_what_it_answers_with(tr
     marker = json.loads((exported / EXPORT_FILE).read_text())
     assert marker["source"] == str(source) and marker["source_digest"] == answering_digest(source)
     assert list(marker)[-2:] == ["source", "source_digest"]
+
+
+def test_a_source_tuned_while_it_loads_is_recorded_as_exported(trained_dir, tmp_path, monkeypatch):
+    """A ``tune`` of the source between the digest and the load gave the export the tuned settings beside the digest of
+    the untuned folder, so loading the export said its source had changed since, which it had not."""
+    import bio_mrc.inference.loading as loading
+    from bio_mrc.encoders import answering_digest
+
+    read_tokenizer, tuned, exported_thresholds = loading.load_tokenizer, [], []
+
+    def tokenizer_then_a_tune(*args, **kwargs):  # mid-load: the load reads the folder again, tuned
+        if not tuned:
+            tuned.append(tmp_path / "source")
+            tune_in_place(tmp_path / "source")
+        return read_tokenizer(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "load_tokenizer", tokenizer_then_a_tune)
+    source, exported = export_of_a_copy(trained_dir, tmp_path, monkeypatch, exported_thresholds=exported_thresholds)
+    assert tuned == [source] and exported_thresholds == [{"span": -15.0}]
+    assert json.loads((exported / EXPORT_FILE).read_text())["source_digest"] == answering_digest(source)
+    loads_unsaid(exported)
+
+
+def test_a_source_tuned_after_each_load_is_refused_not_exported(trained_dir, tmp_path, monkeypatch):
+    """Each load followed by a ``tune`` of the source before its digest is read again: no state of the folder is both
+    the one recorded and the one exported, so nothing is exported."""
+    import bio_mrc.inference.loading as loading
+
+    load, turns = loading.TrainedModel.load.__func__, []
+
+    def load_then_a_tune(cls, model_dir, *args, **kwargs):
+        trained = load(cls, model_dir, *args, **kwargs)
+        turns.append(len(turns))
+        tune_in_place(tmp_path / "source", threshold=-15.0 - len(turns))
+        return trained
+
+    monkeypatch.setattr(loading.TrainedModel, "load", classmethod(load_then_a_tune))
+    with pytest.raises(ModelFormatError, match="its files changed while they were exported, each of 3 times: another "
+                                               "process is writing a model there") as refused:
+        export_of_a_copy(trained_dir, tmp_path, monkeypatch)
+    assert "(in source)" in str(refused.value) and len(turns) == 3
+    assert not (tmp_path / "exported").exists()
 
 
 def test_an_export_of_a_hub_model_records_no_digest(trained_dir, tmp_path, monkeypatch):

@@ -35,7 +35,7 @@ import torch
 
 from .. import __version__, registry
 from ..arguments import path_argument
-from ..errors import BioMrcError, ConfigError, InputWarning, argument
+from ..errors import BioMrcError, ConfigError, InputWarning, ModelFormatError, argument
 from ..encoders import answering_digest
 from ..hub import check_name_given, checked_local_path
 from ..features.question_columns import ENCODER_INPUTS
@@ -45,7 +45,7 @@ from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAn
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import EXPORT_STAGING_DIR, remove_replaced_model_files
 from ..progress import progress_note
-from .loading import TrainedModel, check_pytorch_model
+from .loading import LOAD_TRIES, TrainedModel, check_pytorch_model
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, require
 
@@ -223,8 +223,7 @@ def export_onnx(
         require(module, "ONNX export")
     with written_alone(output_dir):  # before any work, until the marker is written
         check_folder_free(output_dir, overwrite, STAGING_DIR)  # before the model loads
-        source = source_record(model_dir, revision)  # before the model loads: the files it reads are those recorded
-        trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)  # what the graph computes
+        trained, source = load_with_source(model_dir, revision)  # what the graph computes, and its record
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
             progress_note(progress, f"exporting {model_dir} to onnx in {output_dir}")
@@ -238,6 +237,19 @@ def export_onnx(
         export = OnnxExport(**record, **source)
         atomic_write_json(output_dir / EXPORT_FILE, export.to_dict(), indent=2)
     return export
+
+
+def load_with_source(model_dir: Path, revision: str | None = None) -> tuple[TrainedModel, dict[str, Any]]:
+    """The PyTorch model in ``model_dir`` and its marker record (:func:`source_record`), of one state of the folder: the
+    record read before and after the load, and the load read again where they differ, so that a ``tune`` or ``train`` of
+    the source between them never leaves the export one state's settings beside another's digest."""
+    for _ in range(LOAD_TRIES):
+        source = source_record(model_dir, revision)
+        trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)
+        if source_record(model_dir, revision) == source:
+            return trained, source
+    raise ModelFormatError(f"its files changed while they were exported, each of {LOAD_TRIES} times: another process is "
+                           "writing a model there; export it once that process is done", str(model_dir))
 
 
 def source_record(model_dir: str | Path, revision: str | None = None) -> dict[str, Any]:
