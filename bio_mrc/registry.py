@@ -177,8 +177,9 @@ SQUAD_TRAINING_SCORES = {"f1": ("f1",), "exact": ("exact_match", "exact")}  # th
 MEAN_OVER_QUESTIONS = "mean over questions"  # the main statistic is the mean of a per-question column (SQuAD's F1)
 SUMMED_SPAN_COUNTS = "summed span counts"  # the main statistic is a ratio of summed span counts (MultiSpanQA's EM F1)
 LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
-# The question subsets a task whose questions may have no answer scores apart (SQuAD 2.0's official script's), each with
-# whether its questions have an answer; and the comparison of every cell with the reader that always abstains.
+# The question subsets a task whose questions may have no answer scores apart (SQuAD 2.0's official script's, which
+# bio_mrc.metrics.squad_official reads here too), each with whether its questions have an answer; and the comparison of
+# every cell with the reader that always abstains.
 NO_ANSWER_SUBSETS = {"HasAns": True, "NoAns": False}
 ABSTAINING_SCORES = "bio_mrc.metrics.task_scores:abstain_f1"
 

@@ -164,6 +164,23 @@ def test_ignored_mentions_need_a_tag_distribution():
         FeatureConfig(bio_targets="marginal", tag_mentions="ignored")
 
 
+def test_each_kind_of_bio_targets_says_whether_it_is_a_tag_distribution():
+    from bio_mrc.features.config import BIO_TARGET_KINDS, BIO_TARGETS
+    from bio_mrc.training.train import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
+
+    assert BIO_TARGET_KINDS == tuple(BIO_TARGETS) == ("one-hot", "soft", "marginal")
+    assert [kind for kind, entry in BIO_TARGETS.items() if entry.tag_distribution] == ["one-hot", "soft"]
+    for kind, entry in BIO_TARGETS.items():  # leaving mentions out and class weights: a distribution's alone
+        assert TrainConfig(heads="bio", bio_targets=kind).resolved_bio_class_weights == (
+            BIO_ONLY_CLASS_WEIGHTS if entry.tag_distribution else None), kind
+        if entry.tag_distribution:
+            assert FeatureConfig(bio_targets=kind, tag_mentions="ignored").bio_targets == kind
+        else:
+            with pytest.raises(ConfigError, match=r"^tag_mentions 'ignored' leaves tokens out of a tag distribution: "
+                                                  r"it needs bio_targets 'soft' or 'one-hot'$"):
+                FeatureConfig(bio_targets=kind, tag_mentions="ignored")
+
+
 def test_marginal_targets_keep_every_annotator_and_collate(tiny_tokenizer):
     context = "the normans came from normandy in france ."
     two = Example("x", "where from ?", context, (((22, 40),), ((34, 40),)))

@@ -317,6 +317,31 @@ def test_group_order():
     assert group_order(["other", "who", "how", "what", "how"]) == ["how", "what", "who", "other"]
 
 
+def test_answer_length_groups_ask_the_task_which_questions_stand_apart():
+    from dataclasses import replace
+
+    from bio_mrc import registry
+    from bio_mrc.harness.summary import question_groups
+    from bio_mrc.types import Example
+
+    context = "Ann came in 1843."
+    examples = [Example("a", "Who came?", context, (((0, 3),),)), Example("b", "Why?", context, ()),
+                Example("c", "When?", context, (((8, 8),),)), Example("d", "What year?", context, (((12, 16),),))]
+    answer_tokens, context_tokens = np.array([1, 0, 0, 12]), np.array([5, 5, 5, 150])
+
+    def groups(task):
+        return {name: labels.tolist() for name, labels in question_groups(examples, answer_tokens, context_tokens, task).items()}
+
+    v1 = groups(registry.task("squad-v1.1"))
+    assert v1 == {"answer length (tokens)": ["1", "<1", "<1", "9-16"], "question word": ["who", "why", "when", "what"],
+                  "context length (tokens)": ["1-99", "1-99", "1-99", "150-199"]}
+    # SQuAD 2.0 scores questions without an answer apart (HasAns/NoAns): they are a group of their own, and an answer
+    # of no token counts one, so no "<1" bin stands beside "no answer"
+    v2 = groups(registry.task("squad-v2.0"))
+    assert v2 == {**v1, "answer length (tokens)": ["1", "no answer", "1", "9-16"]}
+    assert groups(replace(registry.task("squad-v1.1"), no_answer=True)) == v2  # the entry's subsets decide, not its name
+
+
 def test_group_order_keeps_the_bins_in_order_beside_no_answer():
     # SQuAD 2.0's answer-length groups: the bins by their lower bound, then "no answer" (not "1, 17+, 2, ...")
     labels = ["17+", "2", "no answer", "1", "9-16", "3-4", "5-8", "no answer"]

@@ -14,8 +14,22 @@ from ..errors import ConfigError
 from ..model_defaults import WORD_UNITS, WORD_UNITS_NOW
 
 TARGET_KINDS = ("one-hot", "soft")
-BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
-CLASS_WEIGHTED_BIO_TARGETS = ("one-hot", "soft")  # a tag distribution per token; the marginal likelihood takes no class weights
+
+
+@dataclass(frozen=True)
+class BioTargetKind:
+    """What the code asks of a kind of BIO targets: whether each token's target is a tag distribution
+    (``tag_distribution``), which class weights weigh and from which ``tag_mentions="ignored"`` leaves tokens out;
+    else they are every annotator's tag sequence, whose marginal likelihood takes neither."""
+
+    tag_distribution: bool
+    first_annotator_only: bool = False  # the first annotator's tags alone (one-hot); else every annotator's
+
+
+# Each kind of BIO targets (``FeatureConfig.bio_targets``) by name, in the order the options offer them.
+BIO_TARGETS = {"one-hot": BioTargetKind(tag_distribution=True, first_annotator_only=True), "soft": BioTargetKind(tag_distribution=True),
+               "marginal": BioTargetKind(tag_distribution=False)}
+BIO_TARGET_KINDS = tuple(BIO_TARGETS)
 TAG_LEVELS = ("word", "subword")
 TAG_MENTIONS = ("annotated", "every", "ignored")
 
@@ -76,8 +90,8 @@ class FeatureConfig:
                             ("tag_mentions", TAG_MENTIONS), ("word_units", WORD_UNITS)):
             if getattr(self, name) not in kinds:
                 raise ConfigError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
-        if self.tag_mentions == "ignored" and self.bio_targets == "marginal":
-            raise ConfigError("tag_mentions 'ignored' leaves tokens out of a tag distribution: it needs bio_targets 'soft' or 'one-hot'")
+        if self.tag_mentions == "ignored" and not BIO_TARGETS[self.bio_targets].tag_distribution:
+            raise ConfigError(f"tag_mentions 'ignored' leaves tokens out of a tag distribution: it needs bio_targets {_tag_distributions()}")
         for name, least in (("max_seq_length", 1), ("doc_stride", 0), ("max_query_length", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
@@ -94,4 +108,10 @@ class FeatureConfig:
         return asdict(self)
 
 
-__all__ = ["BIO_TARGET_KINDS", "TAG_LEVELS", "TAG_MENTIONS", "TARGET_KINDS", "FeatureConfig", "stride_leaves_new_context"]
+def _tag_distributions() -> str:
+    """The kinds of BIO targets that are a tag distribution, the default first: ``'soft' or 'one-hot'``."""
+    kinds = sorted((kind for kind, entry in BIO_TARGETS.items() if entry.tag_distribution), key=lambda kind: kind != FeatureConfig.bio_targets)
+    return " or ".join(map(repr, kinds))
+
+
+__all__ = ["BIO_TARGETS", "BIO_TARGET_KINDS", "BioTargetKind", "TAG_LEVELS", "TAG_MENTIONS", "TARGET_KINDS", "FeatureConfig", "stride_leaves_new_context"]

@@ -14,6 +14,7 @@ from .. import registry
 from ..answer_text import with_every_mention, without_blank_edges
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
 from ..types import Alternative, CharSpan, Example
+from .config import BIO_TARGETS
 
 MISSING_ANNOTATOR = -1  # fills the annotator axis of marginal targets for examples with fewer annotators
 
@@ -32,9 +33,10 @@ def bio_targets(
     tokens, and the distributions' tokens that overlap an ``unscored`` span, get
     zero distributions (no loss) or O.
     """
-    chosen = alternatives[:1] if kind == "one-hot" else alternatives
+    target = BIO_TARGETS[kind]
+    chosen = alternatives[:1] if target.first_annotator_only else alternatives
     tags = np.stack([spans_to_tags(words, tagged, alt) for alt in chosen]) if chosen else np.full((1, len(words)), TAG_O)
-    if kind == "marginal":
+    if not target.tag_distribution:
         return np.ascontiguousarray(tags.T)
     dist = np.stack([(tags == t).mean(0) for t in (TAG_B, TAG_I, TAG_O)], axis=-1)
     dist[~tagged] = 0.0  # never scored; zeros keep the soft loss exactly 0 there

@@ -87,24 +87,33 @@ def per_question_summary(
 
 
 def question_groups(
-    examples: Sequence[Example], answer_tokens: np.ndarray, context_tokens: np.ndarray, v2: bool
+    examples: Sequence[Example], answer_tokens: np.ndarray, context_tokens: np.ndarray, task: registry.TaskEntry
 ) -> dict[str, np.ndarray]:
     """Each question's group in the breakdowns (and the question browser's filters): by the length of
-    its first gold answer and of its context in tokens, and by its question word."""
-    has_answer = np.array([ex.is_answerable for ex in examples])
+    its first gold answer (:func:`answer_length_groups`) and of its context in tokens, and by its question word."""
     return {
-        "answer length (tokens)": length_bins(answer_tokens, ANSWER_LENGTH_EDGES) if not v2 else
-        np.where(has_answer, length_bins(np.maximum(answer_tokens, 1), ANSWER_LENGTH_EDGES), "no answer"),
+        "answer length (tokens)": answer_length_groups(examples, answer_tokens, task),
         "question word": np.array([question_word(ex.question) for ex in examples]),
         "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
     }
+
+
+def answer_length_groups(examples: Sequence[Example], answer_tokens: np.ndarray, task: registry.TaskEntry) -> np.ndarray:
+    """Each question's bin of the tokens of its first gold answer; where the task scores questions with and without an
+    answer apart (its :meth:`~bio_mrc.registry.TaskEntry.question_subsets`, SQuAD 2.0's HasAns and NoAns), each
+    subset's questions are grouped as :data:`SUBSET_ANSWER_LENGTHS` says."""
+    has_answer = np.array([ex.is_answerable for ex in examples])
+    labels = length_bins(answer_tokens, ANSWER_LENGTH_EDGES)
+    for answered in task.question_subsets().values():
+        labels = np.where(has_answer == answered, SUBSET_ANSWER_LENGTHS[answered](answer_tokens), labels)
+    return labels
 
 
 def task_question_groups(task: registry.TaskEntry, examples: Sequence[Example], answer_tokens: Any, context_tokens: Any) -> dict[str, np.ndarray]:
     """The question groups of the task's breakdowns (none for a task without)."""
     if task.groups is None:
         return {}
-    return QUESTION_GROUPS[task.groups](examples, answer_tokens, context_tokens, task.no_answer)
+    return QUESTION_GROUPS[task.groups](examples, answer_tokens, context_tokens, task)
 
 
 def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], abstain: np.ndarray) -> AgainstAbstaining:
@@ -211,3 +220,7 @@ def _compare(per_question: dict[CellKey, np.ndarray], answers: dict[CellKey, lis
 # Each way a task's cells are summarised and its questions grouped, by the names task entries give (bio_mrc.registry).
 SUMMARIES = {registry.MEAN_OVER_QUESTIONS: per_question_summary, registry.SUMMED_SPAN_COUNTS: span_count_summary}
 QUESTION_GROUPS = {registry.LENGTHS_AND_QUESTION_WORDS: question_groups}
+# The answer-length groups of a question subset a task scores apart, by whether its questions have an answer: an answer
+# counts at least one token (so no "<1" bin stands beside "no answer"), and questions without one are a group of their own.
+SUBSET_ANSWER_LENGTHS = {True: lambda tokens: length_bins(np.maximum(tokens, 1), ANSWER_LENGTH_EDGES),
+                         False: lambda tokens: np.full(len(tokens), "no answer")}

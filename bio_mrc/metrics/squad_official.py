@@ -18,6 +18,7 @@ import numpy as np
 
 from ..answer_text import normalize_answer
 from ..plurals import counted, number_form
+from ..registry import NO_ANSWER_SUBSETS, TaskEntry
 
 
 def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
@@ -251,10 +252,10 @@ def squad_v2_metrics(
     exact = _apply_no_answer_threshold(exact_raw, probs, has_answer, na_prob_thresh, predictions)
     f1 = _apply_no_answer_threshold(f1_raw, probs, has_answer, na_prob_thresh, predictions)
     result = _eval_dict(exact, f1, ids)
-    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
+    for prefix, wanted in NO_ANSWER_SUBSETS.items():  # the official script's subsets, as summaries name them too
         subset = [qid for qid in ids if has_answer[qid] == wanted]
         if subset:
-            result.update({f"{prefix}_{k}": v for k, v in _eval_dict(exact, f1, subset).items()})
+            result.update({TaskEntry.subset_metric(prefix, k): v for k, v in _eval_dict(exact, f1, subset).items()})
     if na_probs is not None:
         best_exact, exact_thresh = find_best_threshold(predictions, exact_raw, na_probs, has_answer)
         best_f1, f1_thresh = find_best_threshold(predictions, f1_raw, na_probs, has_answer)

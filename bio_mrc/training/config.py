@@ -19,7 +19,7 @@ from ..data.json_reader import loads
 from ..errors import ConfigError
 from ..io import home_expanded, special_file_kind
 from ..json_syntax import decode_hint
-from ..features.config import BIO_TARGET_KINDS, CLASS_WEIGHTED_BIO_TARGETS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
+from ..features.config import BIO_TARGET_KINDS, BIO_TARGETS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 from .training_args import check_training_args
 
@@ -182,7 +182,7 @@ class TrainConfig:
         """The class weights the BIO loss uses (see ``bio_class_weights``); the marginal likelihood takes none."""
         if self.bio_class_weights is not None:
             return tuple(self.bio_class_weights)
-        weighed = registry.tags_alone(registry.head_names(self.heads)) and self.bio_targets in CLASS_WEIGHTED_BIO_TARGETS
+        weighed = registry.tags_alone(registry.head_names(self.heads)) and BIO_TARGETS[self.bio_targets].tag_distribution
         return BIO_ONLY_CLASS_WEIGHTS if weighed else None
 
     @property
