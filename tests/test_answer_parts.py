@@ -214,3 +214,21 @@ def test_answer_parts_train_a_tag_for_every_part(tiny_tokenizer, tmp_path):
 def test_quoref_and_answer_parts_share_their_reading():
     quoref, parts = registry.task("quoref"), registry.task("answer-parts")
     assert quoref.examples_as == parts.examples_as and quoref.scorer == parts.scorer and quoref.folds == parts.folds
+
+
+@pytest.mark.parametrize("command", ["train", "tune"])
+def test_several_listed_answers_named_squad_are_read_without_the_note(command, tiny_encoder_dir, trained_dir, tmp_path, capsys):
+    """``--format squad`` says the listed answers are alternatives, as ``evaluate`` reads them without the note; the
+    same command without ``--format`` says it. Training stops at its unlabelled held-out questions, once both are read."""
+    data, held_out = write_parts(tmp_path), tmp_path / "held-out.jsonl"
+    held_out.write_text(json.dumps({"id": "x", "question": "Who?", "context": "Ann met Bob."}) + "\n", encoding="utf-8")
+    window = ["--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "8"]
+    arguments = {"train": lambda out: ["train", "--train", data, "--eval", str(held_out), "--output-dir", str(out), "--encoder",
+                                       str(tiny_encoder_dir), *window, "--training-args", '{"eval_strategy": "epoch"}'],
+                 "tune": lambda out: ["tune", "--model", str(trained_dir), "--data", data, "--output-dir", str(out),
+                                      "--no-calibration"]}[command]
+    finished = {"train": 2, "tune": 0}[command]
+    assert main(arguments(tmp_path / "unnamed")) == finished
+    assert capsys.readouterr().err.startswith(f"note: 6 questions of {data} list several answers that share no text")
+    assert main([*arguments(tmp_path / "named"), "--format", "squad"]) == finished
+    assert "share no text" not in capsys.readouterr().err

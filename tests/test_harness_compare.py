@@ -612,9 +612,34 @@ def test_a_comparison_says_when_answers_shaped_as_parts_are_read_as_alternatives
 
     path = _parts_shaped_jsonl(tmp_path)
     with pytest.warns(AlternativesReadNote, match=r"^eval: 2 questions of .*parts\.jsonl list several answers that share no text.*"
-                                                  r"give \"format\": \"answer-parts\" in eval where they are the parts of one answer$"):
+                                                  r"give \"format\": \"answer-parts\" in eval where they are the parts of one answer, "
+                                                  r"or \"format\": \"squad\" to read them as alternatives without this note$"):
         split = resolve_split(DataSpec(path=str(path)), tmp_path, "eval")
     assert split.task == "squad-v1.1"
+
+
+def test_a_comparison_reads_answers_named_as_alternatives_without_the_note(tmp_path):
+    """An entry naming "format": "squad" means SQuAD's alternatives, as one reading the note gives it: read so, unsaid,
+    where the same entry without a format says so."""
+    import warnings
+
+    path = _parts_shaped_jsonl(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        split = resolve_split(DataSpec(path=str(path), format="squad"), tmp_path, "eval")
+    assert split.task == "squad-v1.1" and split.gold["p0"] == ["Denmark", "Norway"]
+
+
+def test_a_format_not_given_is_told_from_squad_given_and_saved_as_before(tiny_encoder_dir, tmp_path):
+    """No "format" (or null) reads the data's own; the config a report keeps says "squad" for it, as it always has."""
+    unnamed = parse_config(config_dict(tiny_encoder_dir, eval={"path": str(SAMPLE_V1), "format": None}))
+    named = parse_config(config_dict(tiny_encoder_dir, eval={"path": str(SAMPLE_V1), "format": "squad"},
+                                     runs=[{"name": "joint", "train_data": {"path": str(SAMPLE_V1)}}]))
+    assert DataSpec(path="x").format is None and unnamed.eval.format is None and unnamed.train.format is None
+    assert named.eval.format == "squad" and named.runs[0].data.format is None
+    assert unnamed.to_dict()["eval"]["format"] == unnamed.to_dict()["train"]["format"] == "squad"
+    assert named.to_dict()["runs"][0]["train_data"]["format"] == "squad"
+    assert parse_config(unnamed.to_dict()).to_dict() == unnamed.to_dict()
 
 
 def test_a_comparison_reads_answers_named_as_parts_without_the_note(tmp_path):

@@ -48,18 +48,18 @@ def note_alternatives_read(data: SquadFile, key: str | None = None) -> None:
     several: a reader that names no format reads them as SQuAD's alternatives, which a file of one answer's parts
     would be scored and trained on without a word. Annotators' alternatives of one answer mostly overlap or repeat
     one text ("Denver Broncos", "Broncos"); parts never do, so a file whose several answers mostly overlap is read
-    as alternatives without the note. ``key``: the comparison config's entry that read ``data`` ("": one unnamed),
-    which the note names with the ``format`` to give it."""
+    as alternatives without the note. Called only where no format was named: one named says how to read them.
+    ``key``: the comparison config's entry that read ``data`` ("": one unnamed), which the note names with the
+    ``format`` to give it."""
     several = [example for example in data.examples if example.answers and len(set(example.answers)) > 1]
     part_shaped = [example.id for example in several if _shaped_as_parts(example)]
     if not FORMATS[data.format].answers_either_way or 2 * len(part_shaped) <= len(several):
         return
     shown = ", ".join(repr(qid) for qid in part_shaped[:5]) + (", ..." if len(part_shaped) > 5 else "")
-    # A config's entry reads "squad" by default, so only naming the parts' format there changes what is read.
-    remedy = (f'give "format": "answer-parts" in {key or "its config entry"} where they are the parts of one answer'
-              if key is not None else
-              f"give {argument('data_format', 'answer-parts')} where they are the parts of one answer, or "
-              f"{argument('data_format', 'squad')} to read them as alternatives without this note")
+    # a config's entry names its format as a key, a command as an option
+    parts, alternatives = ((argument("data_format", "answer-parts"), argument("data_format", "squad")) if key is None else
+                           (f'"format": "answer-parts" in {key or "its config entry"}', '"format": "squad"'))
+    remedy = f"give {parts} where they are the parts of one answer, or {alternatives} to read them as alternatives without this note"
     warnings.warn(AlternativesReadNote(
         f"{key + ': ' if key else ''}{counted(len(part_shaped), 'question')} of {data.source or 'the input'} "
         f"{number_form(len(part_shaped), 'lists', 'list')} several answers that share no text, as the parts of one "

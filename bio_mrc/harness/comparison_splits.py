@@ -149,23 +149,23 @@ def needs_data_dir(spec: DataSpec) -> bool:
     where no local path shadows it) in a format the table of forms reads."""
     if local_data_path(spec.path, Path()).is_absolute():
         return False
-    return registry.task_for(spec.format, False).load is not None or not is_hub_id(split_spec(spec.path)[0])
+    return registry.task_for(spec.read_format, False).load is not None or not is_hub_id(split_spec(spec.path)[0])
 
 
 def resolve_split(spec: DataSpec, data_dir: Path, key: str = "") -> Split:
     """The questions a data entry names; the same entry always gives the same questions. A ``limit`` past them takes
     them all: a :class:`LimitPastDataWarning` says so (naming the config's ``key``), and the description names no limit."""
-    task = registry.task_for(spec.format, False)
+    task = registry.task_for(spec.read_format, False)
     if task.load is not None:  # a task whose data the format table does not read
         path = local_data_path(spec.path, data_dir)
-        examples, is_v2, detected = task.load_questions(path), False, spec.format
+        examples, is_v2, detected = task.load_questions(path), False, spec.read_format
     else:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
         # data_dir, or a hub id; MultiSpanQA's "format" insists on its layout, SQuAD's and the answer-parts tasks' take any
         # SQuAD-shaped form (those read their listed answers as one answer's parts)
         data = read_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
                           data_format=task.layout, needs_gold="bio-mrc compare")
-        if task.examples_as is None:  # answers read as the form means them: where it means either, say how
+        if spec.format is None:  # no format named: where the form's listed answers mean either, say how they are read
             note_alternatives_read(data, key)
         examples, is_v2, detected = task.task_examples(data.examples, data.source), data.is_v2, task.format_of_read(data.format)
     if spec.split:

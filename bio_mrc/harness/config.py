@@ -27,11 +27,11 @@ listed pairs, each a paired difference A − B with p-values adjusted for that f
 A data entry is ``{"path", "skip"?, "limit"?}`` (a fixed slice of the file) or
 ``{"path", "split": {"fractions": [...], "part": i, "seed": s}}`` (a part of an
 article-level split of the file), with ``"format": "multispanqa"`` for a
-MultiSpanQA file (scored with its official multi-span metrics; default
-``"squad"``). Paths are relative to the data directory unless absolute or beginning
-with ``~`` (the home folder); a run's ``encoder`` and ``init_from`` folders are relative to the working folder. The
-same entry always yields the same questions, so splits are never re-drawn
-between runs.
+MultiSpanQA file (scored with its official multi-span metrics; left out: the file's own
+layout, detected, its listed answers read as ``"squad"``'s alternatives, which ``"format": "squad"`` names
+outright). Paths are relative to the data directory unless absolute or beginning with ``~`` (the home folder);
+a run's ``encoder`` and ``init_from`` folders are relative to the working folder. The same entry always yields the
+same questions, so splits are never re-drawn between runs.
 
 Cross-validation replaces the training split: ``"cross_validation": {"folds": 5,
 "seed": 42}`` with no ``"train"`` trains one model per fold on the other folds of
@@ -124,10 +124,12 @@ class DataSpec:
     unanswerable_ratio: float = field(default=0.0, metadata={
         "minimum": 0, "maximum": 1, "help": "v1.1 training data: add this many made-up unanswerable questions per question "
                                             "(0 to 1: each question is paired at most once)"})
-    format: str = field(default="squad", metadata={
+    format: str | None = field(default=None, metadata={
         "choices": registry.data_formats,
         "help": "squad (listed answers are alternatives); multispanqa, drop and mash-qa (their own layouts), or quoref and "
-                "answer-parts (any SQuAD-shaped form, its listed spans the parts of one answer): scored with MultiSpanQA's metrics"})
+                "answer-parts (any SQuAD-shaped form, its listed spans the parts of one answer): scored with MultiSpanQA's "
+                "metrics. Left out (or null): the data's own layout, detected, its listed answers read as squad's, with "
+                "a note where they look like one answer's parts"})
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -137,6 +139,15 @@ class DataSpec:
                 raise ConfigError(f"split.fractions sum to 1; got {fractions} (sum {sum(fractions):g})")
             if part >= len(fractions):
                 raise ConfigError(f"split.part is 0 to {len(fractions) - 1} (one of {len(fractions)} fractions); got {part}")
+
+    @property
+    def read_format(self) -> str:
+        """The format the entry is read as: the one named, else SQuAD's (any form, its own layout detected)."""
+        return self.format or registry.SQUAD_FORMAT
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as a config and ``report.json`` keep it: a format not named as the one read, as it always was."""
+        return {**asdict(self), "format": self.read_format}
 
     def describe(self) -> str:
         text = self.path
@@ -169,7 +180,7 @@ class RunSpec:
         return self.inference_precision or self.train.precision
 
     def to_dict(self) -> dict[str, Any]:
-        own = {"train_data": asdict(self.data) if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
+        own = {"train_data": self.data.to_dict() if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
                "inference_precision": self.inference_precision, "length_prior_tuning": self.length_prior_tuning,
                "fold_training_share": self.fold_training_share}
         # A default not asked is left out, so the run reads back unasked (a 0 read back is a rate asked, which FNet refuses).
@@ -249,14 +260,14 @@ class CompareConfig:
         saved = {
             "name": self.name,
             "description": self.description,
-            "train": asdict(self.train) if self.train else None,
-            "eval": asdict(self.eval),
-            "tune": asdict(self.tune) if self.tune else None,
+            "train": self.train.to_dict() if self.train else None,
+            "eval": self.eval.to_dict(),
+            "tune": self.tune.to_dict() if self.tune else None,
             "runs": [r.to_dict() for r in self.runs],
             "decode": asdict(self.decode),
             "seeds": self.seeds,
         }
-        optional = {"eval_also": [asdict(spec) for spec in self.eval_also], "cross_validation": self.cross_validation,
+        optional = {"eval_also": [spec.to_dict() for spec in self.eval_also], "cross_validation": self.cross_validation,
                     "baseline": self.baseline, "baseline_left_out": self.baseline_left_out, "checkpoint_steps": self.checkpoint_steps,
                     "contrasts": [list(pair) for pair in self.contrasts]}
         return saved | {key: value for key, value in optional.items() if value}  # older configs' reports read as before

@@ -13,7 +13,6 @@ exactly those, which no interval it prints accounts for.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Iterator
 
 import numpy as np
@@ -65,7 +64,7 @@ def _training_splits(config: CompareConfig, splits: Splits) -> Iterator[tuple[st
         trainers.setdefault(f"runs[{number}].train_data" if run.data else "train", []).append(run)
     hashed: dict[str, np.ndarray] = {}
     for key, runs in trainers.items():
-        entry = json.dumps(asdict(runs[0].data or config.train), sort_keys=True)
+        entry = json.dumps((runs[0].data or config.train).to_dict(), sort_keys=True)
         if entry not in hashed:
             hashed[entry] = np.unique(question_hashes(splits.train_for(runs[0]).examples))
         names = ", ".join(json_value(run.name) for run in runs)
