@@ -678,7 +678,8 @@ def _tuned_section(config: BioMrcConfig) -> str:
         _calibrator_row(key, calibrators[key]) if key in calibrators else (f"calibrator {_code(key)}", f"not fitted: degenerate ({_code(not_fitted[key])})")
         for key in sorted({*calibrators, *not_fitted})]  # a decoding's row where a calibrator would be
     provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({_count(tuned_on.get('questions'))} questions, content hash "
-                  f"{_code(tuned_on.get('content_hash'))}{_known_questions(tuned_on)})" if tuned_on else "Where these were tuned is not recorded")
+                  f"{_code(tuned_on.get('content_hash'))}{_known_questions(tuned_on)}){_computed_in(tuned_on)}" if tuned_on
+                  else "Where these were tuned is not recorded")
     if "for_model" in tuned_on:
         provenance += (f" for the model this one continues, {_code(tuned_on['for_model'])}, not for this one (`bio-mrc tune --model "
                        "DIR --data HELDOUT.json` tunes them for it)")
@@ -712,6 +713,13 @@ def _known_questions(tuned_on: Mapping[str, Any]) -> str:
         return ""
     return (f"; {'none' if known == 0 else _count(known)} of them among the training questions of the model tuned, by its "
             "run record's fingerprint")
+
+
+def _computed_in(tuned_on: Mapping[str, Any]) -> str:
+    """The precision and device the tuned scores were computed in, as the tune record keeps them (``auto`` resolved: a
+    threshold fitted on bf16 scores may sit off fp32 ones); nothing for a record that keeps neither."""
+    parts = [f"{word} {_code(tuned_on[key])}" for key, word in (("precision", "in"), ("device", "on")) if key in tuned_on]
+    return f", on scores computed {' '.join(parts)}" if parts else ""
 
 
 def _usage_section(config: BioMrcConfig, name: str) -> str:

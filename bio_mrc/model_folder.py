@@ -874,13 +874,13 @@ def _is_reasons(value: Any) -> bool:
 
 
 # The fields of ``tuned_on``, what each holds and how to tell: tune writes the first three (and training_questions where the
-# run record keeps a fingerprint, calibrators_not_fitted where it found one degenerate), train --init-from adds
-# for_model. The card, tune's lines and a comparison read them as such; another field is kept unread.
+# run record keeps a fingerprint, calibrators_not_fitted where it found one degenerate, the precision and device its
+# scores were computed in), train --init-from adds for_model. The card, tune's lines and a comparison read them as such; another field is kept unread.
 NOT_FITTED = "calibrators_not_fitted"  # of tuned_on: each decoding whose calibrator a tune there found degenerate, and why
 _QUESTION_COUNT = ("a whole number of questions (0 or more)", _is_count)
 _STRING = ("a string", lambda value: isinstance(value, str))
 TUNED_ON_FIELDS = {"description": _STRING, "questions": _QUESTION_COUNT, "content_hash": _STRING, "for_model": _STRING,
-                   "training_questions": _QUESTION_COUNT,
+                   "training_questions": _QUESTION_COUNT, "precision": _STRING, "device": _STRING,
                    NOT_FITTED: ("an object of decodings and reasons (strings)", _is_reasons)}
 
 

@@ -297,6 +297,7 @@ def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_en
     config_file = tmp_path / "models" / results.cells[0].model_dir.rsplit("/", 1)[-1] / "config.json"
     saved = json.loads(config_file.read_text())
     assert saved["tuned_on"]["questions"] == 1 and "bio_length_prior" in saved
+    assert saved["tuned_on"]["precision"] in ("fp32", "bf16") and saved["tuned_on"]["device"] == "cpu"  # auto resolved
     assert all(c.tuning_saved_with_model for c in results.cells)
     again, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 4}}), FIXTURES, tmp_path, progress=False)
     assert len(again.cells) == len(results.cells) > 0

@@ -615,3 +615,15 @@ def test_the_card_names_the_encoders_family_and_no_first_token_of_another(model_
     intro = text.split("## Model", 1)[1].split("|", 1)[0]
     assert "a no-answer score from the window's first token, `[CLS]` or `<s>`" in intro  # code: the hub reads <s> as HTML
     assert "from [CLS]" not in intro
+
+
+def test_the_card_says_the_precision_and_device_the_tuned_settings_were_scored_in():
+    """A tune record naming them says both in one phrase; one written before without them renders as it did."""
+    record = {"description": "d", "questions": 5, "content_hash": "abc"}
+    run = {"n_examples": 3, "train": {"encoder": "default"}}
+    old = model_card.render_model_card({"heads": "bio", "bio_length_prior": 1.5, "tuned_on": record}, run, None, "m")
+    assert "Tuned on `d` (5 questions, content hash `abc`); saved in config.json" in old and "computed in" not in old
+    new = model_card.render_model_card({"heads": "bio", "bio_length_prior": 1.5,
+                                        "tuned_on": {**record, "precision": "bf16", "device": "cpu"}}, run, None, "m")
+    assert "Tuned on `d` (5 questions, content hash `abc`), on scores computed in `bf16` on `cpu`; saved in config.json" in new
+    assert new.replace(", on scores computed in `bf16` on `cpu`", "") == old

@@ -163,6 +163,8 @@ def test_heads_that_are_no_string_are_named_as_written(saved_model, tmp_path, va
     ("questions", -3, "tuned_on.questions must be a whole number of questions \\(0 or more\\), got -3"),
     ("content_hash", 7, "tuned_on.content_hash must be a string, got 7"),
     ("for_model", None, "tuned_on.for_model must be a string, got null"),
+    ("precision", 16, "tuned_on.precision must be a string, got 16"),
+    ("device", ["cpu"], r'tuned_on.device must be a string, got \["cpu"\]'),
     ("description", ["x" * 100], 'tuned_on.description must be a string, got \\["' + "x" * 38 + r'\.\.\.' + "x" * 39 + '"\\]'),  # shortened to 80
     ("calibrators_not_fitted", "span", 'tuned_on.calibrators_not_fitted must be an object of decodings and reasons \\(strings\\), got "span"'),
     ("calibrators_not_fitted", {"span": 5}, 'tuned_on.calibrators_not_fitted must be an object of decodings and reasons \\(strings\\), got {"span": 5}'),

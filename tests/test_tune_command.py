@@ -558,3 +558,27 @@ def test_a_tune_on_other_questions_says_which_calibrators_it_dropped(trained_dir
     assert main(["tune", "--model", str(tuned), "--data", str(SAMPLE_V1), "--output-dir", str(tuned_again),
                  "--min-calibration-questions", "2", "--decoding", "span"]) == 0
     assert "dropped" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("asked, auto, expected", [("auto", "bf16", "bf16"), ("fp32", "bf16", "fp32")])
+def test_the_tune_record_keeps_the_precision_and_device_its_scores_were_computed_in(trained_dir, tmp_path, monkeypatch,
+                                                                                    asked, auto, expected):  # noqa: F811
+    """``auto`` resolves per machine: the record keeps what it resolved to (bf16 here, patched as another machine's
+    choice), and an explicit fp32 as fp32, with the device's kind; the card says both."""
+    from bio_mrc import precision
+
+    choice = precision.precision_choice
+
+    def patched(given, *args, **kwargs):
+        if (given or precision.DEFAULT_PRECISION) == "auto":
+            return {"precision": auto, "how": "measured"}
+        return choice(given, *args, **kwargs)
+
+    monkeypatch.setattr(precision, "precision_choice", patched)
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--no-calibration", "--precision", asked, "--device", "cpu"]) == 0
+    tuned_on = json.loads((out / "config.json").read_text())["tuned_on"]
+    assert (tuned_on["precision"], tuned_on["device"]) == (expected, "cpu")
+    card = (out / "README.md").read_text()
+    assert f"content hash `{tuned_on['content_hash']}`), on scores computed in `{expected}` on `cpu`; saved in" in card

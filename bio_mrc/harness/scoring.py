@@ -76,7 +76,8 @@ def _saved_with_model(trained: TrainedModel, tuned: TunedSettings, tune_split: S
             if read_config(Path(trained.path)).get("tuned_on") != trained.model.config.tuned_on:
                 return False
             return save_tuned_settings(trained.path, trained.model.config, tuned.thresholds, tuned.settings,
-                                       tuning_provenance(tune_split.description, tune_split.examples, calibrators_not_fitted=tuned.skipped_calibrators),
+                                       tuning_provenance(tune_split.description, tune_split.examples, calibrators_not_fitted=tuned.skipped_calibrators,
+                                                         answering=trained.answering_settings()),
                                        overwrite=False)
     except FolderBusyError:
         return False

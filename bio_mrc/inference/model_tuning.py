@@ -137,7 +137,8 @@ def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
     if before_saving is not None:
         before_saving(tuned)
     description = first_questions(plan.name, plan.limit, len(examples))
-    provenance = tuning_provenance(description, examples, questions.training_questions, tuned.skipped_calibrators)
+    provenance = tuning_provenance(description, examples, questions.training_questions, tuned.skipped_calibrators,
+                                   trained.answering_settings())
     _save(plan.model, plan.target, trained, tuned, provenance, read)
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
     lines += unkept_options_lines(plan.options, trained.decode_config(DecodeConfig()), plan.task)

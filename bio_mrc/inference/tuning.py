@@ -541,13 +541,16 @@ def _shown(value: Any) -> str:
 
 
 def tuning_provenance(description: str, examples: Sequence[Example], training_questions: int | None = None,
-                      calibrators_not_fitted: Mapping[str, str] | None = None) -> dict[str, Any]:
+                      calibrators_not_fitted: Mapping[str, str] | None = None,
+                      answering: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What tuned values saved with a model say about the questions they were tuned on; ``training_questions``: how many
     of them the model was trained on, where its run record says (:func:`bio_mrc.inference.held_out.check_held_out`);
     ``calibrators_not_fitted``: each decoding whose calibrator the tuning found degenerate, and why
-    (:attr:`TunedSettings.skipped_calibrators`)."""
+    (:attr:`TunedSettings.skipped_calibrators`); ``answering``: the ``precision`` and ``device`` the scores tuned on were
+    computed in (:meth:`~bio_mrc.inference.TrainedModel.answering_settings`: ``auto`` as it resolved there)."""
     known = {} if training_questions is None else {"training_questions": training_questions}
     known |= {NOT_FITTED: dict(calibrators_not_fitted)} if calibrators_not_fitted else {}
+    known |= {key: answering[key] for key in ("precision", "device") if key in (answering or {})}
     return {"description": description, "questions": len(examples), "content_hash": content_hash(examples), **known}
 
 
