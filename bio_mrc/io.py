@@ -22,9 +22,11 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from .errors import ConfigError, OutputError, argument, as_keywords
+
+T = TypeVar("T")
 
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
@@ -33,7 +35,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "sole_process_in", "written_alone", "FolderBusyError",
            "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
-           "json_with_controls_escaped", "files_state"]
+           "json_with_controls_escaped", "files_state", "read_in_one_state", "READ_TRIES"]
 
 
 def home_expanded(path: Any) -> Any:
@@ -831,6 +833,27 @@ def files_state(folder: str | Path) -> tuple[tuple[str, int, int, int, int], ...
             info = path.stat()
             state.append((path.name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
     return tuple(state)
+
+
+READ_TRIES = 3  # reads of files another process keeps writing before the read is refused
+
+
+def read_in_one_state(state: Callable[[], Any], read: Callable[[], T], changing: Exception,
+                      retried: tuple[type[BaseException], ...] = ()) -> T:
+    """``read()`` where ``state()`` is the same before and after it, read again where it is not (another process wrote
+    the files meanwhile), at most :data:`READ_TRIES` times before ``changing`` is raised; an error of a ``retried``
+    kind is the read's own where the state held, else the read is tried again."""
+    for _ in range(READ_TRIES):
+        before = state()
+        try:
+            result = read()
+        except retried:
+            if state() == before:  # the files as they are, not ones caught mid-write
+                raise
+            continue
+        if state() == before:
+            return result
+    raise changing
 
 
 def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:

@@ -560,7 +560,7 @@ class _AnswerPlaces:
         self._read(context)
         if text not in self.places:
             occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
-            self.places[text] = (occurrences and [at for at, _ in mentions(context, text)]) or occurrences
+            self.places[text] = (occurrences and self.words(context, text)) or occurrences
         return self.places[text]
 
     def words(self, context: str, text: str) -> list[int]:

@@ -25,7 +25,7 @@ from ..model_folder import (BACKENDS, WEIGHT_FILES, check_model_dir, check_model
                             check_window_frame, model_backend, warn_export_beside_weights)
 from ..model import WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import cached_folder, check_name_given, local_folder, named_as_given
-from ..io import files_state
+from ..io import READ_TRIES, files_state, read_in_one_state
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_onnx_device, check_precision, forward_precision, resolve_device  # noqa: F401 (by name)
 from ..progress import WindowBars, progress_bars
@@ -36,8 +36,6 @@ from .forward import forward_pass_precision, predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
 from .saved_settings import SavedSettings, check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
 
-
-LOAD_TRIES = 3  # reads of a model folder another process keeps writing before the load is refused
 
 
 @dataclass(repr=False)
@@ -84,18 +82,10 @@ class TrainedModel:
         """:meth:`_read_folder`, read again where another process wrote the folder's files meanwhile (``train`` moving a
         new model in, file by file), so the config, weights and tokenizer are one model's: the config read before a new
         model moved in and the weights after it were a model of neither."""
-        for _ in range(LOAD_TRIES):
-            before = files_state(model_dir)
-            try:
-                trained = cls._read_folder(model_dir, name, *args)
-            except ModelFormatError:
-                if files_state(model_dir) == before:  # the folder as it is, not one caught mid-write
-                    raise
-                continue
-            if files_state(model_dir) == before:
-                return trained
-        raise ModelFormatError(f"its files changed while they were read, each of {LOAD_TRIES} times: another process is "
-                               "writing a model there; load it once that process is done", name)
+        changing = ModelFormatError(f"its files changed while they were read, each of {READ_TRIES} times: another process "
+                                    "is writing a model there; load it once that process is done", name)
+        return read_in_one_state(lambda: files_state(model_dir), lambda: cls._read_folder(model_dir, name, *args), changing,
+                                 retried=(ModelFormatError,))
 
     @classmethod
     def _read_folder(

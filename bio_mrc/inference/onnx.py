@@ -39,13 +39,13 @@ from ..errors import BioMrcError, ConfigError, InputWarning, ModelFormatError, a
 from ..encoders import answering_digest
 from ..hub import check_name_given, checked_local_path
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import (atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
-                  staged_folder, written_alone)
+from ..io import (READ_TRIES, atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
+                  read_in_one_state, staged_folder, written_alone)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import EXPORT_STAGING_DIR, remove_replaced_model_files
 from ..progress import progress_note
-from .loading import LOAD_TRIES, TrainedModel, check_pytorch_model
+from .loading import TrainedModel, check_pytorch_model
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, require
 
@@ -243,13 +243,17 @@ def load_with_source(model_dir: Path, revision: str | None = None) -> tuple[Trai
     """The PyTorch model in ``model_dir`` and its marker record (:func:`source_record`), of one state of the folder: the
     record read before and after the load, and the load read again where they differ, so that a ``tune`` or ``train`` of
     the source between them never leaves the export one state's settings beside another's digest."""
-    for _ in range(LOAD_TRIES):
-        source = source_record(model_dir, revision)
-        trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)
-        if source_record(model_dir, revision) == source:
-            return trained, source
-    raise ModelFormatError(f"its files changed while they were exported, each of {LOAD_TRIES} times: another process is "
-                           "writing a model there; export it once that process is done", str(model_dir))
+    changing = ModelFormatError(f"its files changed while they were exported, each of {READ_TRIES} times: another process "
+                                "is writing a model there; export it once that process is done", str(model_dir))
+    records = []  # the last one taken is that of the state the load was read in
+
+    def record() -> dict[str, Any]:
+        records.append(source_record(model_dir, revision))
+        return records[-1]
+
+    trained = read_in_one_state(record, lambda: TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu",
+                                                                  revision=revision), changing)
+    return trained, records[-1]
 
 
 def source_record(model_dir: str | Path, revision: str | None = None) -> dict[str, Any]:
