@@ -72,9 +72,9 @@ def checked_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
     ``model_kwargs`` moved to ``dtype=``, the precision (the weights load in fp32 whatever it says), in a copy."""
     model_kwargs = _checked_model_kwargs(keywords.get("model_kwargs"))
     given = {name: keywords[name] for name in DTYPE_KEYWORDS if keywords.get(name) is not None and not _auto(keywords[name])}
-    given |= {f"model_kwargs[{name!r}]": model_kwargs[name] for name in DTYPE_KEYWORDS if name in model_kwargs}
-    for name, value in given.items():
+    for name, value in given.items():  # model_kwargs' own dtypes were checked with its other keys
         dtype_precision(value, None, name)
+    given |= {f"model_kwargs[{name!r}]": model_kwargs[name] for name in DTYPE_KEYWORDS if name in model_kwargs}
     if len(given) > 1:
         raise ConfigError(f"{' and '.join(given)} both name the precision: give one of them")
     inner = [name for name in DTYPE_KEYWORDS if name in model_kwargs]
