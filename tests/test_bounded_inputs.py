@@ -105,7 +105,7 @@ def test_tune_on_a_read_only_model_folder_stops_before_reading_the_data(model_di
     def refuse(*_args, **_kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(bio_mrc.io.tempfile, "TemporaryFile", refuse)  # what a read-only folder answers
+    monkeypatch.setattr(bio_mrc.io.paths.tempfile, "TemporaryFile", refuse)  # what a read-only folder answers
     monkeypatch.setattr(cli.command_data, "_load_squad", lambda *a, **k: pytest.fail("the data was read before the check"))
     assert main(["tune", "--model", str(model_dir), "--data", str(SAMPLE_V1)]) == 2
     err = one_line_error(capsys)

@@ -105,7 +105,7 @@ def misspelt_calibration(tiny_encoder_dir, tmp_path_factory):
 
 @pytest.mark.parametrize("user_filter", ["ignore", "error::InputWarning"])
 def test_a_command_prints_its_warning_line_whatever_the_filters(misspelt_calibration, capsys, monkeypatch, user_filter):
-    monkeypatch.setattr("bio_mrc.model_folder._WARNED", set())  # said once a process: each case a process of its own
+    monkeypatch.setattr("bio_mrc.model_folder.settings_checks._WARNED", set())  # said once a process: each case a process of its own
     with warnings.catch_warnings():
         warnings.simplefilter(*FILTERS[user_filter])
         code = main(["extract", "--model", str(misspelt_calibration), "--question", "who?", "--context", "the normans ruled.",

@@ -66,7 +66,7 @@ def test_a_set_being_written_holds_its_folder_so_a_second_writer_or_finisher_wai
         os.close(descriptor)
     assert (out / "report.md").read_text() == "the first set's"
     taken = []
-    monkeypatch.setattr(io, "sole_writer", lambda path, what, wait: taken.append((Path(path), wait)) or contextlib.nullcontext())
+    monkeypatch.setattr(io.file_sets, "sole_writer", lambda path, what, wait: taken.append((Path(path), wait)) or contextlib.nullcontext())
     (out / ".report-complete").mkdir()  # a set waiting to move in: finished under the lock
     (out / ".report-complete" / ".files.json").write_text("{}")
     io.finish_file_set(alias, "report")

@@ -180,7 +180,7 @@ def test_a_full_disk_while_writing_a_file_is_one_error_naming_the_folder(tmp_pat
     def full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(io.os, "fsync", full)
+    monkeypatch.setattr(io.atomic.os, "fsync", full)
     with pytest.raises(OutputError, match=re.escape("could not write there, ") + r"[\d,]+ MiB free on its device: .*No space left"
                        + ".*" + re.escape(f"(in {tmp_path})")):
         io.atomic_write_text(tmp_path / "report.md", "text")

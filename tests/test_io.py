@@ -38,7 +38,7 @@ def test_a_failed_rename_keeps_the_old_file(tmp_path, monkeypatch):
     def crash(src, dst):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(io.os, "replace", crash)
+    monkeypatch.setattr(io.atomic.os, "replace", crash)
     with pytest.raises(OSError, match="disk gone"):
         atomic_write_text(path, "new")
     assert path.read_text() == "old"
@@ -53,7 +53,7 @@ def test_a_write_the_system_refuses_midway_is_one_error_naming_the_folder_and_ke
     def refused(source, target):  # the folder became read-only (or its device failed) after the checks
         raise OSError(code, os.strerror(code), str(source), None, str(target))
 
-    monkeypatch.setattr(io.os, "replace", refused)
+    monkeypatch.setattr(io.atomic.os, "replace", refused)
     with pytest.raises(io.OutputError) as raised:
         atomic_write_text(path, "new")
     message = str(raised.value)
@@ -125,7 +125,7 @@ def _on_call(monkeypatch, k, act):
             act()
         return real(source, target)
 
-    monkeypatch.setattr(io.os, "replace", replace)
+    monkeypatch.setattr(io.atomic.os, "replace", replace)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -250,10 +250,10 @@ def test_a_kill_while_moving_a_complete_set_in_is_finished_by_the_next_writer(tm
             moved.append(target)
         return real_replace(source, target)
 
-    monkeypatch.setattr(io.os, "replace", dies_after_one_file)
+    monkeypatch.setattr(io.atomic.os, "replace", dies_after_one_file)
     with pytest.raises(KeyboardInterrupt):
         _write_set(tmp_path, {"a.md": "new", "b.md": "new"})
-    monkeypatch.setattr(io.os, "replace", real_replace)
+    monkeypatch.setattr(io.atomic.os, "replace", real_replace)
     assert _visible(tmp_path)["a.md"] == "new" and _visible(tmp_path)["b.md"] == "old"  # mixed until finished
     io.finish_file_set(tmp_path, "report")
     assert _visible(tmp_path) == {"a.md": "new", "b.md": "new"}
@@ -369,14 +369,14 @@ def test_a_non_ascii_name_passes_where_file_names_are_utf8(tmp_path):
 
 def test_the_working_folder_as_an_output_folder_is_checked_like_any_other(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert io.check_folder_target(".") == io.Path(".")  # Path(".") has no parents: it ended in StopIteration
+    assert io.check_folder_target(".") == io.paths.Path(".")  # Path(".") has no parents: it ended in StopIteration
 
 
 def test_an_existing_output_folder_that_is_not_writable_is_refused_before_any_work(tmp_path, monkeypatch):
     folder = tmp_path / "out"
     folder.mkdir()
     real_access = os.access
-    monkeypatch.setattr(io.os, "access", lambda path, mode: False if io.Path(path) == folder else real_access(path, mode))
+    monkeypatch.setattr(io.paths.os, "access", lambda path, mode: False if io.paths.Path(path) == folder else real_access(path, mode))
     with pytest.raises(io.OutputError, match="out is not writable"):
         io.check_folder_target(folder)
     io.check_folder_target(tmp_path / "other")  # its parent is writable
@@ -405,7 +405,7 @@ def test_a_write_past_the_file_size_limit_is_one_error_naming_the_folder_and_kee
 def test_torchs_short_write_under_a_file_size_limit_names_the_limit_not_the_free_space(tmp_path, monkeypatch, limit):
     """torch's checkpoint writer says only that a write fell short: with a size limit for files set and more room
     on the device than it, the limit is what stopped it; without one, the disk is."""
-    monkeypatch.setattr(io, "file_size_limit", lambda: limit)
+    monkeypatch.setattr(io.write_errors, "file_size_limit", lambda: limit)
     short = "[enforce fail at inline_container.cc:672] . unexpected pos 203904 vs 203796"
     with pytest.raises(io.OutputError) as raised:
         with io.writes_named(tmp_path):

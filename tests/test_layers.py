@@ -7,8 +7,11 @@ through an import inside a function, fails here, naming each import of the circl
 """
 
 import ast
+import importlib
 from pathlib import Path
 from typing import Mapping
+
+import pytest
 
 import bio_mrc
 
@@ -210,3 +213,22 @@ def test_the_graph_sees_a_circle_closed_by_a_lazy_import():
         "  bio_mrc/inference/loading.py:2 imports bio_mrc.inference.onnx\n"
         "  bio_mrc/inference/onnx.py:4 imports bio_mrc.inference.loading"
     )
+
+
+# --- packages of one module a job ----------------------------------------------------------------
+
+@pytest.mark.parametrize("package_name", ["bio_mrc.model_folder", "bio_mrc.io"])
+def test_every_public_name_of_a_packages_modules_is_importable_from_the_package(package_name):
+    """Callers and plug-ins import from the package itself (``from bio_mrc.io import atomic_write_json``): each public
+    name one of its modules defines is the package's own attribute, the same object, and listed in its ``__all__``."""
+    package = importlib.import_module(package_name)
+    paths = sorted(path for path in Path(package.__file__).parent.glob("*.py") if path.name != "__init__.py")
+    assert len(paths) > 1
+    for path in paths:
+        module = importlib.import_module(f"{package_name}.{path.stem}")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defined = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        defined += [name.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+                    for name in ast.walk(target) if isinstance(name, ast.Name)]
+        for name in (name for name in defined if not name.startswith("_") and name != "T"):
+            assert getattr(package, name, None) is getattr(module, name) and name in package.__all__, f"{module.__name__}.{name}"

@@ -448,16 +448,16 @@ def test_an_output_folder_made_read_only_midway_is_one_line_and_keeps_the_earlie
     out = tmp_path / "p.json"
     assert predict(model_dir, out, "--decoding", "span") == 0
     earlier = out.read_bytes()
-    replace = io.os.replace
+    replace = io.atomic.os.replace
 
     def read_only(source, target):  # the folder was remounted read-only once the stream was written
         raise OSError(errno.EROFS, "Read-only file system", str(source), None, str(target))
 
-    monkeypatch.setattr(io.os, "replace", read_only)
+    monkeypatch.setattr(io.atomic.os, "replace", read_only)
     assert predict(model_dir, out, "--decoding", "span", "--resume") == 2
     (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
     assert line.startswith("error: could not write there: [Errno 30] Read-only file system: ") and line.endswith(f"(in {tmp_path})")
-    monkeypatch.setattr(io.os, "replace", replace)
+    monkeypatch.setattr(io.atomic.os, "replace", replace)
     assert out.read_bytes() == earlier and not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
 
 
@@ -539,7 +539,7 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
     old = {name: (tmp_path / name).read_bytes() for name in names}
     (tmp_path / "p.answers.jsonl").unlink()
     with monkeypatch.context() as patch:  # counts the renames of the three files alone
-        patch.setattr(io.os, "replace", StoppedReplace(stop, k, counted=lambda target: Path(target).name in names))
+        patch.setattr(io.atomic.os, "replace", StoppedReplace(stop, k, counted=lambda target: Path(target).name in names))
         code = predict(model_dir, out, "--decoding", "span")
     new = {name: (tmp_path / name).read_bytes() for name in names}
     line = capsys.readouterr().err.strip().splitlines()[-1]

@@ -195,7 +195,7 @@ def test_a_final_save_stopped_at_any_rename_never_leaves_a_record_or_card_beside
 
     def save(out, model, run, k=0):
         with monkeypatch.context() as patch:
-            patch.setattr(io.os, "replace", replace := StoppedReplace(stop, k))
+            patch.setattr(io.atomic.os, "replace", replace := StoppedReplace(stop, k))
             saving.save_final_model(_Saver(model), tokenizer, out, {"run": run})
         return replace.calls
 

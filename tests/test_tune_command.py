@@ -450,7 +450,7 @@ def test_a_stop_while_tuned_settings_are_saved_leaves_no_card_of_other_settings(
     write_model_card(folder)
     old = {name: (folder / name).read_bytes() for name in ("config.json", CARD_FILE)}
     with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt if stop == "ctrl-c" else io.OutputError):
-        patch.setattr(io.os, "replace", StoppedReplace(stop, k))  # 1: config.json, 2: the card
+        patch.setattr(io.atomic.os, "replace", StoppedReplace(stop, k))  # 1: config.json, 2: the card
         save_tuned_settings(folder, BioMrcConfig.from_pretrained(folder), {"joint": -2.0}, {},
                             {"description": "d.json", "questions": 3, "content_hash": "cc"})
     saved = BioMrcConfig.from_pretrained(folder).no_answer_thresholds

@@ -340,7 +340,7 @@ def _stopped_once_moved(monkeypatch):
         real(source, target)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(io, "atomic_move_files", move_then_stop)
+    monkeypatch.setattr(io.output_folders, "atomic_move_files", move_then_stop)
 
 
 def _fake_onnx_export(trained_dir):
@@ -483,7 +483,7 @@ def test_an_export_over_another_stopped_at_any_rename_is_all_old_all_new_or_says
 
     def export(out, k=0):
         with monkeypatch.context() as patch:
-            patch.setattr(io.os, "replace", replace := StoppedReplace(stop, k))
+            patch.setattr(io.atomic.os, "replace", replace := StoppedReplace(stop, k))
             export_qa_checkpoint(trained_dir, out, overwrite=True)
         return replace.calls
 

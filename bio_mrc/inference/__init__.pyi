@@ -1,7 +1,7 @@
 """Type hints of ``bio_mrc.inference``'s exports, which ``__init__.py`` loads on first use (tests/test_packaging.py
 keeps the two in step)."""
 
-from bio_mrc.model_folder import check_model_dir as check_model_dir
+from bio_mrc.model_folder.folder_checks import check_model_dir as check_model_dir
 
 from .answers import (
     apply_no_answer_threshold as apply_no_answer_threshold,
