@@ -97,6 +97,16 @@ class CommandLineParser(argparse.ArgumentParser):
             room = 0 if "=" in token else _values_taken(known[matches[0]])
         return None
 
+    def command_of(self, argv: Sequence[str]) -> str | None:
+        """The command ``argv`` runs, None where it asks the top level alone (``--version``, ``--help``); a word that
+        is no command is refused here, as parsing refuses it. A top-level option before the command is answered first."""
+        command = self._command(argv)[0]
+        before = argv[: argv.index(command)] if command is not None else argv
+        own = [option for option in self._option_string_actions if option.startswith("--")]
+        asked = any(token in self._option_string_actions or (token.startswith("--") and token != "--" and any(o.startswith(token) for o in own))
+                    for token in before)
+        return None if asked else command
+
     def _commands(self) -> Mapping[str, argparse.ArgumentParser]:
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction):

@@ -1,6 +1,7 @@
 """Installed packages that register heads, decodings and tasks of their own (:mod:`bio_mrc.registry`): each names a
 module or a function under the entry-point group of this module's name, ``bio_mrc.plugins``. The command line loads them
-before it reads the tables, so ``bio-mrc`` offers what they add; a lookup of a head or decoding not registered loads
+before a command reads the tables (its ``--help`` too, not the top level's ``--version`` and ``--help``), so ``bio-mrc``
+offers what they add; a lookup of a head or decoding not registered loads
 them first (docs/layout.md)."""
 
 from __future__ import annotations

@@ -624,8 +624,13 @@ def task_for(format: str, has_unanswerable: bool) -> TaskEntry:
 
 
 def squad_task(version: str) -> TaskEntry:
-    """The SQuAD task the official scorer of ``version`` ("1.1", "2.0") scores."""
-    return _lookup({entry.squad_version: entry for entry in TASKS.values() if entry.squad_version}, "SQuAD version", version)
+    """The SQuAD task the official scorer of ``version`` ("1.1", "2.0") scores: the first registered, the package's own,
+    so that a plug-in's task scored by that scorer is reached by its own name, never in SQuAD's place."""
+    versions: dict[str, TaskEntry] = {}
+    for entry in TASKS.values():
+        if entry.squad_version:
+            versions.setdefault(entry.squad_version, entry)
+    return _lookup(versions, "SQuAD version", version)
 
 
 SQUAD_FORMAT = "squad"  # the format of every SQuAD-shaped form the data format table reads

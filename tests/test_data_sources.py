@@ -130,7 +130,7 @@ def test_row_forms_check_ids_and_is_impossible_like_the_official_layout(tmp_path
         ({**rows[0], "question": " "}, "q1", "empty or missing question"),
         ({**rows[0], "is_impossible": True}, "q1", "question marked is_impossible has answers"),
         ({**rows[2], "is_impossible": False}, "q3", "question has no answers and is not marked is_impossible"),
-        ({**rows[0], "answers": {"text": ["France"], "answer_start": []}}, "q1", "'answers' needs lists 'text' and 'answer_start'"),
+        ({**rows[0], "answers": {"text": ["France"], "answer_start": [24, 32]}}, "q1", "'answers' needs lists 'text' and 'answer_start'"),
         (rows[0], "q1", "duplicate question id"),
     ]
     for row, record, problem in bad:

@@ -6,6 +6,7 @@ tune_model's and the fingerprint's."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -254,3 +255,25 @@ def test_reliability_quotes_the_line_for_a_relative_path_without_its_data_folder
     printed = _printed_error(["compare", "--config", "config.json", "--data-dir", "../shared/data", "--output-dir", "out"], capsys)
     assert f"`{printed}`" in RELIABILITY.read_text(encoding="utf-8"), f"docs/reliability.md does not quote {printed!r}"
     assert not Path("out").exists()
+
+
+def _called_names() -> set[str]:
+    """Every name the package's code reads (a call, an import, an attribute), its definitions and docstrings aside."""
+    names: set[str] = set()
+    for path in (Path(__file__).resolve().parents[1] / "bio_mrc").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_multispan_md_names_the_functions_that_weigh_data_sets_alike():
+    """The section on several data sets names functions the tuning calls, not one no code reaches."""
+    section = (DOCS / "multispan.md").read_text(encoding="utf-8").split("## Several data sets weigh alike")[1].split("\n## ")[0]
+    named = set(re.findall(r"`([a-z_]+)`", section)) - {"data_sets"}
+    assert {"tune_settings", "tune_for_model"} <= named
+    assert named - _called_names() == set()

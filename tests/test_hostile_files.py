@@ -655,3 +655,23 @@ def test_a_repeated_key_is_placed_alike_however_the_text_is_cut():
     assert at == text.rindex('"k\\u0022"')
     assert [repeated_key_index([text[i : i + size] for i in range(0, len(text), size)]) for size in range(1, len(text) + 1)] == [at] * len(text)
     assert repeated_key_index([text.replace('"k\\u0022"', '"m"')]) is None
+
+
+def test_a_second_predict_to_files_is_refused_before_it_says_or_reads_anything(trained_dir, tmp_path):
+    """From Python the answers were claimed once the call had read its questions' count and said its warnings: the
+    second call said them (a limit past its questions) and then was refused. It is refused first, as predict is."""
+    import warnings
+
+    from bio_mrc.inference.loading import TrainedModel
+    from bio_mrc.inference.streaming import StreamPlan, predict_to_files
+    from bio_mrc.io import sole_writer
+
+    output, stream = tmp_path / "p.json", tmp_path / "p.answers.jsonl"
+    trained = TrainedModel.load(trained_dir)
+    with sole_writer(stream, "answers"), warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with pytest.raises(OutputError) as refused:
+            predict_to_files(trained, [], StreamPlan(("span",)), output, limit=5)
+    assert str(refused.value) == ("another process is writing answers into this file now; wait for it to end or choose "
+                                  f"another output (in {stream})")
+    assert [str(warning.message) for warning in said] == [] and sorted(os.listdir(tmp_path)) == ["p.answers.jsonl"]

@@ -5,6 +5,7 @@ in one line naming the file, the record and the count; without it the refusal sa
 import json
 import unicodedata
 
+import datasets
 import pytest
 
 from bio_mrc.cli import main
@@ -69,7 +70,7 @@ def test_a_missing_start_of_a_text_there_twice_is_refused_in_every_form(tmp_path
 
 
 @pytest.mark.parametrize("form", TABLES)
-@pytest.mark.parametrize("starts", [..., [None], None], ids=["no-key", "null", "null-list"])
+@pytest.mark.parametrize("starts", [..., [None], None, []], ids=["no-key", "null", "null-list", "empty-list"])
 def test_tables_read_a_missing_start_as_the_texts_one_place(tmp_path, form, starts):
     rows = [row("q1", ["Ada Lovelace"], starts), row("q2", ["1843"], [44])]
     if starts is ... and form in ("parquet", "dataframe-from-parquet"):
@@ -198,49 +199,45 @@ def test_without_fix_offsets_a_text_not_there_once_keeps_its_refusal(tmp_path, t
 
 
 def test_bad_starts_that_are_given_keep_their_refusals(tmp_path):
-    for start in ("28", 28.0, True, []):
+    for start in ("28", 28.0, True, [28]):
         path = write_official(tmp_path, official(asked("q1", {"text": "Ada Lovelace", "answer_start": start})))
         with pytest.raises(DataFormatError, match="answer needs a non-empty 'text' and an integer 'answer_start'"):
             load_squad(path, fix_offsets=True)
-    columns = write_jsonl(tmp_path / "short.jsonl", [row("q1", ["Ada Lovelace"], [])])
+    columns = write_jsonl(tmp_path / "short.jsonl", [row("q1", ["Ada Lovelace", "1843"], [28])])
     with pytest.raises(DataFormatError, match="'answers' needs lists 'text' and 'answer_start' of the same length"):
         load_squad(columns, fix_offsets=True)
 
 
-# --- the commands -----------------------------------------------------------------------------------
+# --- an empty list of starts --------------------------------------------------------------------------
 
-def test_evaluate_notes_the_found_start_and_names_the_flag(tmp_path, capsys):
-    data = write_jsonl(tmp_path / "gold.jsonl", [row("q1", ["Ada Lovelace"]), row("q2", ["1843"], [44])])
-    preds = tmp_path / "preds.json"
-    preds.write_text(json.dumps({"q1": "Ada Lovelace", "q2": "1843"}))
-    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith('error: answer "Ada Lovelace" has no answer_start; its text occurs once in the context, at 28 '
-                          "(--fix-offsets finds it there)") and err.count("\n") == 1
-    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--fix-offsets"]) == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out)["exact_match"] == 100.0
-    assert f"note: relocated answer_start of 1 question in {data} (1 missing, found where its text occurs once): 'q1'" in captured.err
+# Each form of the Hugging Face columns: (tmp_path, rows) -> what load_squad takes.
+COLUMN_FORMS = {"jsonl": lambda tmp_path, rows: str(write_jsonl(tmp_path / "mine.jsonl", rows)),
+                "dataset": lambda tmp_path, rows: datasets.Dataset.from_list(rows), **TABLES}
 
 
-def test_a_dataframe_start_made_float_by_a_missing_one_reads_as_its_integer(tmp_path):
-    """pandas holds a Parquet list of integers with a null as floats and NaN: a whole float is its integer, no other."""
-    numpy = pytest.importorskip("numpy")
-    pandas = pytest.importorskip("pandas")
-    rows = [row("q1", ["Ada Lovelace"], numpy.array([numpy.nan])), row("q2", ["1843"], numpy.array([44.0]))]
-    data = load_squad(pandas.DataFrame(rows), fix_offsets=True)
-    assert [example.answers for example in data.examples] == [(((28, 40),),), (((44, 48),),)]
-    with pytest.raises(DataFormatError, match="answer needs a non-empty 'text' and an integer 'answer_start'") as info:
-        load_squad(pandas.DataFrame([row("q1", ["1843"], numpy.array([44.5]))]), fix_offsets=True)
+@pytest.mark.parametrize("form", COLUMN_FORMS)
+def test_an_empty_list_of_starts_beside_texts_gives_no_start_in_every_form(tmp_path, form):
+    rows = [row("q1", ["Ada Lovelace", "1843"], []), row("q2", ["1843"], [44]), row("q3", [], [])]
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    data = load_squad(COLUMN_FORMS[form](tmp_path / "a", rows), fix_offsets=True)
+    assert [example.answers for example in data.examples] == [(((28, 40),), ((44, 48),)), (((44, 48),),), ()]
+    assert data.found_offsets == ["q1"] and data.fixed_offsets == ["q1"]
+    with pytest.raises(DataFormatError) as info:
+        load_squad(COLUMN_FORMS[form](tmp_path / "b", rows))
+    assert info.value.problem.startswith('answer "Ada Lovelace" has no answer_start; its text occurs once in the context, at 28 '
+                                         "(fix_offsets=True finds it there)")
     assert info.value.record == "q1"
 
 
-def test_a_missing_start_is_found_at_the_one_whole_word_mention_beside_longer_words(tmp_path):
-    context = "Parisian cafes line the streets of Paris, and Parisians love them."
-    path = tmp_path / "mine.jsonl"
-    path.write_text(json.dumps({"id": "q1", "question": "Which city?", "context": context,
-                                "answers": [{"text": "Paris"}]}) + "\n")
-    data = load_squad(str(path), fix_offsets=True)
-    (example,) = data.examples
-    assert example.answers[0][0] == (35, 40) and context[35:40] == "Paris"
-    assert data.found_offsets == ["q1"]
+def test_an_empty_list_as_an_answer_objects_start_gives_no_start(tmp_path):
+    path = write_official(tmp_path, official(asked("q1", {"text": "Ada Lovelace", "answer_start": []})))
+    assert load_squad(path, fix_offsets=True).examples[0].answers == (((28, 40),),)
+    with pytest.raises(DataFormatError, match=r'answer "Ada Lovelace" has no answer_start; .* \(fix_offsets=True finds it there\)'):
+        load_squad(path)
+
+
+def test_an_empty_list_of_starts_beside_no_texts_is_a_question_without_an_answer(tmp_path):
+    path = write_jsonl(tmp_path / "mine.jsonl", [row("q1", [], []), row("q2", ["1843"], [44])])
+    for fix_offsets in (False, True):
+        data = load_squad(path, fix_offsets=fix_offsets)
+        assert [example.answers for example in data.examples] == [(), (((44, 48),),)] and data.found_offsets == []

@@ -421,3 +421,24 @@ def test_tuning_the_export_itself_is_no_change_of_its_source(trained_dir, tmp_pa
     assert "has changed since it was exported" not in capsys.readouterr().err
     assert json.loads((exported / "config.json").read_text())["tuned_on"]["questions"] == 8
     loads_unsaid(exported, copy)
+
+
+def test_an_export_keeps_the_run_record_of_the_state_it_loaded(trained_dir, tmp_path, monkeypatch):
+    """The run record and scores were copied once the graph was made, well after the load: a ``train --overwrite`` of
+    the source landing between them gave the export the new run's record beside the old run's weights."""
+    from bio_mrc.inference import onnx
+    from bio_mrc.model import RUN_FILE
+
+    made = hand_made_export(trained_dir, tmp_path / "made")
+    shutil.copytree(trained_dir, tmp_path / "source")
+    loaded_record = (tmp_path / "source" / RUN_FILE).read_bytes()
+
+    def graph_then_a_new_run(module, inputs, path, opset):  # the model is loaded: the source is trained again
+        (tmp_path / "source" / RUN_FILE).write_text(json.dumps({"a": "later run"}), encoding="utf-8")
+        shutil.copyfile(made / ONNX_FILE, path)
+        return {"exporter": "a stand-in"}
+
+    monkeypatch.setattr(onnx, "export_graph", graph_then_a_new_run)
+    monkeypatch.setattr(onnx, "checked_differences", lambda module, runner, config, names, shapes: {"start_logits": 0.0})
+    onnx.export_onnx(tmp_path / "source", tmp_path / "exported")
+    assert (tmp_path / "exported" / RUN_FILE).read_bytes() == loaded_record

@@ -229,3 +229,48 @@ def test_a_name_no_entry_has_is_one_line_saying_how_to_add_one(argv, hint, capsy
         main(argv)
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"bio-mrc {argv[0]}: error: {hint}"
+
+
+def test_a_plugin_task_scored_by_a_squad_version_leaves_squads_own_task_in_place():
+    """The table of SQuAD versions was built with the last entry of each version winning: a plug-in's task scored by
+    SQuAD v1.1's official scorer became what every door took for SQuAD v1.1 (its loader, title and scoring)."""
+    built_in = {version: registry.squad_task(version) for version in ("1.1", "2.0")}
+    assert [entry.name for entry in built_in.values()] == ["squad-v1.1", "squad-v2.0"]
+    mine = registry.register_task(replace(QA_TSV, name="squad-tsv", squad_version="1.1", title="SQuAD in a TSV"))
+    try:
+        assert {version: registry.squad_task(version) for version in built_in} == built_in
+        assert registry.task("squad-tsv") is mine and mine.squad_rules == "1.1"
+    finally:
+        registry.TASKS.pop("squad-tsv")
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["--version", "predict"]])
+def test_the_top_levels_version_and_help_import_no_plugin(installed_plugin, capsys, argv):
+    """``--version`` imported every installed plug-in first, so a broken one broke ``bio-mrc --version`` too."""
+    import sys
+
+    from bio_mrc import __version__
+    from bio_mrc.cli import main
+
+    installed_plugin("b36_plugin:broken")
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out = capsys.readouterr().out
+    assert exited.value.code == 0 and "b36_plugin" not in sys.modules
+    assert out == f"bio-mrc {__version__}\n" if argv[0] == "--version" else out.startswith("usage: bio-mrc")
+
+
+def test_a_commands_help_and_the_command_itself_import_the_plugins(installed_plugin, capsys):
+    import sys
+
+    from bio_mrc.cli import main
+
+    installed_plugin("b36_plugin:register")
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    assert "b36_plugin" in sys.modules and "plugged" in capsys.readouterr().out
+    sys.modules.pop("b36_plugin")
+    installed_plugin("b36_plugin:broken")
+    plugins._LOADED_PLUGINS.clear()
+    assert main(["evaluate", "--data", "d.json", "--predictions", "p.json"]) == 2
+    assert capsys.readouterr().err.startswith("error: plug-in 'short-answers' (the bio_mrc.plugins entry point b36_plugin:broken)")

@@ -468,3 +468,21 @@ def test_a_resume_refuses_an_init_from_model_changed_since_the_run_began(tiny_en
         f"cannot resume from {out / CHECKPOINT_DIR / 'checkpoint-3'}: the model it continues ({first}) changed since the "
         f"run began (its weights or tokenizer differ); train from it into a new folder, or delete {out / CHECKPOINT_DIR} "
         "to start over")
+
+
+def test_train_model_into_a_folder_another_is_training_is_refused_before_any_work(tmp_path, monkeypatch):
+    """From Python no lock was taken: a train_model into a folder a ``bio-mrc train`` was writing trained beside it."""
+    import bio_mrc.training.train as train
+    from bio_mrc.errors import OutputError
+    from bio_mrc.io import sole_process_in
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    out = tmp_path / "out"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "theirs.txt").write_text("the first run's")
+    monkeypatch.setattr(train, "_finished_run", lambda *args: pytest.fail("the second run went on"))
+    with sole_process_in(out, "held"), pytest.raises(OutputError) as refused:  # the first run, training there now
+        train_model([], TrainConfig(encoder="e"), out)
+    assert str(refused.value) == ("another process is writing into this folder now (a train, tune, export or convert of a "
+                                  f"model there); wait for it to end, or choose another output_dir (in {out})")
+    assert (out / "checkpoints" / "theirs.txt").read_text() == "the first run's"

@@ -27,7 +27,7 @@ __all__ = ["build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bio-mrc`` on ``argv`` (None: the process's arguments) and return its exit status; the installed plug-ins
-    (:mod:`bio_mrc.plugins`) register their entries first."""
+    (:mod:`bio_mrc.plugins`) register their entries first where ``argv`` names a command."""
     with escapes_what_stdout_cannot_hold(), no_empty_torch_cache_folder():  # --help too: several commands' help holds β, Σ or ±
         try:
             return _run(argv)
@@ -36,12 +36,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    try:  # installed plug-ins register their heads, decodings and tasks before the parser offers the tables' names
-        load_plugins()
-    except BioMrcError as err:
-        print(f"error: {printable_line(str(err))}", file=sys.stderr)
-        return 2
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    # A command (its --help too) offers the tables' names: installed plug-ins register theirs first. The top level's
+    # --version and --help read no table, so a broken plug-in never stops them.
+    if parser.command_of(argv) is not None:
+        try:
+            if load_plugins():
+                parser = build_parser()  # again, to offer what they registered
+        except BioMrcError as err:
+            print(f"error: {printable_line(str(err))}", file=sys.stderr)
+            return 2
     args = parser.parse_args(argv)
     setattr(args, FLAGS, argument_flags(parser, args.command))
     expand_home(args)

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Iterator
 
 from .. import registry
 from ..arguments import first_questions
 from ..errors import ConfigError
 from ..config_options import options_given
-from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, written_alone
-from ..launcher import launcher_number
+from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
 from ..plurals import counted
 from .command_data import check_data_found, format_task, load_task_data
 from .options import check_starting_point, network_args, train_config
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ..training.output_folder import check_inputs_kept
+    from ..training.output_folder import check_inputs_kept, training_alone
 
     check_library_path(check_folder_target(args.output_dir))  # before the data is read
     check_outputs_apart([args.output_dir], [args.train, args.eval])
@@ -34,22 +31,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     for path in (args.train, args.eval):  # a missing file: before the options are checked against the encoder
         check_data_found(path, format_task(args))
     check_starting_point(args.init_from, args.encoder, args.revision)  # before torch loads
-    with _training_alone(Path(args.output_dir)):
+    with training_alone(Path(args.output_dir)):  # before the data is read; train_model holds it again
         return _train_into(args)
-
-
-@contextlib.contextmanager
-def _training_alone(output_dir: Path) -> Iterator[None]:
-    """Hold ``output_dir`` as the one ``train`` writing it: a second run there at once (``--resume`` or
-    ``--overwrite`` too) would save, rotate and remove the first one's checkpoints and mix their models. A launcher's
-    other processes train beside rank 0, which holds it."""
-    if launcher_number("RANK") != 0:
-        yield
-        return
-    # the folder's one lock is held by train, tune, export and convert alike: which of them holds it is not known here
-    with written_alone(output_dir, "another process is writing into this folder now (a train, tune, export or convert "
-                                   "of a model there); wait for it to end, or choose another --output-dir"):
-        yield
 
 
 def _train_into(args: argparse.Namespace) -> int:

@@ -505,8 +505,9 @@ def _answer_span(
 
 
 def _missing(start: Any) -> bool:
-    """Whether an answer gives no ``answer_start``: null (or no key), an empty string (a table's empty cell) or NaN."""
-    return start is None or start == "" or (isinstance(start, float) and start != start)
+    """Whether an answer gives no ``answer_start``: null (or no key), an empty string (a table's empty cell), an empty
+    list (the columns' starts left empty beside texts) or NaN."""
+    return start is None or start == "" or (isinstance(start, list) and not start) or (isinstance(start, float) and start != start)
 
 
 def _found_span(text: str, context: str, qid: str, source: str, fixed: SquadFile | None, places: _AnswerPlaces) -> tuple[int, int]:

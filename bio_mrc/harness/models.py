@@ -14,7 +14,7 @@ from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
 from ..json_syntax import json_value
-from ..io import sole_process_in
+from ..io import written_alone
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
@@ -63,8 +63,9 @@ def obtain_model(
     model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
     if (finished := _finished_model(model_dir, models_dir, seed, key, config)) is not None:
         return finished
-    # One process trains a model at a time: another comparison sharing the folder would remove its checkpoints.
-    with sole_process_in(model_dir, "another process is training this model now; wait for it to end, then run again to reuse it"):
+    # One process trains a model at a time: another comparison sharing the folder would remove its checkpoints. The
+    # folder's one lock, so train_model below takes it as held.
+    with written_alone(model_dir, "another process is training this model now; wait for it to end, then run again to reuse it"):
         if (finished := _finished_model(model_dir, models_dir, seed, key, config)) is not None:  # finished meanwhile
             return finished
         # A run cut short (a kill, the end of a session) continues from its last checkpoint.

@@ -23,7 +23,6 @@ import importlib
 import logging
 import math
 import os
-import shutil
 import time
 import warnings
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from ..errors import BioMrcError, ConfigError, InputWarning, ModelFormatError, a
 from ..encoders import answering_digest
 from ..hub import check_name_given, checked_local_path
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import (READ_TRIES, atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
+from ..io import (READ_TRIES, atomic_write_bytes, atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
                   read_in_one_state, staged_folder, written_alone)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
@@ -223,11 +222,13 @@ def export_onnx(
         require(module, "ONNX export")
     with written_alone(output_dir):  # before any work, until the marker is written
         check_folder_free(output_dir, overwrite, STAGING_DIR)  # before the model loads
-        trained, source = load_with_source(model_dir, revision)  # what the graph computes, and its record
+        trained, source, provenance = load_with_source(model_dir, revision)  # what the graph computes, and its records
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
             progress_note(progress, f"exporting {model_dir} to onnx in {output_dir}")
             record = write_export(trained, staging, opset, atol)
+            for name, content in provenance.items():  # provenance: how the model was trained and what it scored
+                atomic_write_bytes(staging / name, content)
             # moves in with the files: the marker is then all that is left
             write_model_card(staging, staged_for=output_dir, export={**record, **source})
             # the marker first (the old export is unfinished from here on), then the old model's other files, its
@@ -239,21 +240,34 @@ def export_onnx(
     return export
 
 
-def load_with_source(model_dir: Path, revision: str | None = None) -> tuple[TrainedModel, dict[str, Any]]:
-    """The PyTorch model in ``model_dir`` and its marker record (:func:`source_record`), of one state of the folder: the
-    record read before and after the load, and the load read again where they differ, so that a ``tune`` or ``train`` of
-    the source between them never leaves the export one state's settings beside another's digest."""
+def load_with_source(model_dir: Path, revision: str | None = None) -> tuple[TrainedModel, dict[str, Any], dict[str, bytes]]:
+    """The PyTorch model in ``model_dir``, its marker record (:func:`source_record`) and its provenance files
+    (:func:`provenance_files`), of one state of the folder: the record and the files read before and after the load,
+    and the load read again where they differ, so that a ``tune`` or ``train`` of the source between them never leaves
+    the export one state's weights and settings beside another's digest or run record."""
     changing = ModelFormatError(f"its files changed while they were exported, each of {READ_TRIES} times: another process "
                                 "is writing a model there; export it once that process is done", str(model_dir))
-    records = []  # the last one taken is that of the state the load was read in
+    states = []  # the last one taken is that of the state the load was read in
 
-    def record() -> dict[str, Any]:
-        records.append(source_record(model_dir, revision))
-        return records[-1]
+    def state() -> tuple[dict[str, Any], dict[str, bytes]]:
+        states.append((source_record(model_dir, revision), provenance_files(checked_local_path(model_dir, revision=revision))))
+        return states[-1]
 
-    trained = read_in_one_state(record, lambda: TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu",
-                                                                  revision=revision), changing)
-    return trained, records[-1]
+    trained = read_in_one_state(state, lambda: TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu",
+                                                                 revision=revision), changing)
+    source, provenance = states[-1]
+    if checked_local_path(model_dir, revision=revision) is None:  # a hub id: its snapshot, fixed by its revision
+        provenance = provenance_files(Path(trained.path))
+    return trained, source, provenance
+
+
+def provenance_files(folder: Path | None) -> dict[str, bytes]:
+    """The bytes of the model folder's run record and scores, by name, those it holds (none for no folder)."""
+    held = {}
+    for name in (RUN_FILE, EVAL_FILE) if folder is not None else ():
+        with contextlib.suppress(FileNotFoundError):  # not written, or removed meanwhile: the state differs then
+            held[name] = (folder / name).read_bytes()
+    return held
 
 
 def source_record(model_dir: str | Path, revision: str | None = None) -> dict[str, Any]:
@@ -327,9 +341,6 @@ def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) 
     for name in WINDOW_SETTINGS:  # written out, so the folder never needs the run record to be read
         setattr(saved, name, getattr(trained.features, name))
     atomic_write_text(staging / "config.json", saved.to_json_string())
-    for name in (RUN_FILE, EVAL_FILE):  # provenance: how the model was trained and what it scored
-        if (Path(trained.path) / name).is_file():
-            shutil.copyfile(Path(trained.path) / name, staging / name)
     return {
         "format": "onnx", "export_format": EXPORT_FORMAT, "file": ONNX_FILE, "inputs": tuple(names),
         "outputs": tuple(module.output_names), "dynamic_axes": {"batch": 0, "sequence": 1}, "opset": opset, **exported,

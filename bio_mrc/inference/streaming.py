@@ -32,7 +32,7 @@ from ..arguments import (checked_limit, count_argument, given_type, instance_arg
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
 from ..io import (atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow,
-                  printable_json, remove_temporaries_of, sole_writer, writes_named)
+                  printable_json, remove_temporaries_of, writes_named)
 from ..json_syntax import json_value
 from ..precision import DEFAULT_PRECISION
 from ..encoders import answering_digest
@@ -43,8 +43,8 @@ from ..progress import WindowBars, inference_bar, open_window_bars, questions_do
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
-from .files import (DecodingFiles, answer_record, answer_record_problem, answers_stream_path, claimed_before, prediction_outputs,
-                    run_record_path, write_files_from_stream)
+from .files import (DecodingFiles, answer_record, answer_record_problem, answers_claimed, answers_stream_path, claimed_before,
+                    prediction_outputs, run_record_path, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
 from .long_questions import warn_long_questions
@@ -329,25 +329,22 @@ def predict_to_files(
         raise ConfigError("predict_to_files: resume continues the answers file beside output; output '-' (standard "
                           "output) holds none")
     plan = answering_plan(trained, plan)  # before any file is written
-    questions, total = _limited(questions, limit, total)
-    if shard.writes:
-        if total is not None:  # a stream of no count given is not counted before the work
-            warn_limit_past(limit, total, name or "the data")
-        warn_untuned_abstention(trained, plan.decodings, _unanswerable(questions, unanswerable), total, name, limit)
     output = home_expanded(output)
-    to_stdout = str(output) == "-"
-    stream = None if to_stdout else answers_stream_path(output)
+    stream = None if str(output) == "-" else answers_stream_path(output)
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
-    claimed = stream is not None and claimed_before(stream) is not None  # bio-mrc predict holds it from before any work
-    resumes = resume and stream_there(stream)
-    with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, until the official files are written
+    with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, from here until the official files are written
+        if stream is not None:  # before anything is said or read, as bio-mrc predict holds it (then it is held already)
+            shard.broadcast_result(lambda: None if claimed_before(stream) is not None else held.enter_context(answers_claimed(output)))
+        questions, total = _limited(questions, limit, total)
+        if shard.writes:
+            if total is not None:  # a stream of no count given is not counted before the work
+                warn_limit_past(limit, total, name or "the data")
+            warn_untuned_abstention(trained, plan.decodings, _unanswerable(questions, unanswerable), total, name, limit)
+        resumes = resume and stream_there(stream)
 
         def claim() -> list[str]:
             if stream is not None:
-                stream.parent.mkdir(parents=True, exist_ok=True)
-                if not claimed:
-                    held.enter_context(sole_writer(stream, "answers"))
                 _remove_temporaries(outputs)
                 _claim_record(run_record_path(output), run_record(trained, plan, source), resumes)
             return resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else []

@@ -137,17 +137,6 @@ def _answerable_rows(examples: Sequence[Example]) -> np.ndarray:
     return rows
 
 
-def task_statistic(
-    task: registry.TaskEntry, examples: Sequence[Example], predictions: Sequence[Prediction], data_sets: DataSets = (),
-) -> float:
-    """The task's main statistic (its registry entry's ``statistic``) of ``predictions`` on ``examples``, the metrics
-    of its per-question scores: SQuAD's mean F1 (or EM) of the single answers, MultiSpanQA's micro-averaged span-set
-    F1 of every answer span. Given ``data_sets`` (the question ids of each data set the questions come from), the
-    mean of each data set's statistic: every data set weighs alike, so a rule tuned on two sets of questions does
-    not follow the larger one's mix (mostly one-span questions, say) alone."""
-    return columns_statistic(task, [ex.id for ex in examples], score_columns(task, examples, predictions), data_sets)
-
-
 def tune_bio_length_prior(
     outputs: WindowOutputs,
     examples: Sequence[Example],
@@ -169,7 +158,7 @@ def tune_bio_length_prior(
     merged arrays; only each question's score per β is kept. ``task`` (None: SQuAD v1.1) says how:
     a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
     answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
-    ``data_sets``: see :func:`task_statistic`.
+    ``data_sets``: see :func:`~bio_mrc.inference.tuning_chunks.columns_statistic`.
     """
     task = task or registry.squad_task("1.1")
     tagged = registry.tag_decoding()
@@ -205,7 +194,8 @@ def tune_span_count_rule(
     statistic of the multi-span ``task`` (MultiSpanQA: exact-match F1 over span sets) on held-out ``examples``,
     averaged over the grid values within ``bandwidth`` (:func:`smoothed_argmax`); ties go to the smaller value.
     Returns ``(threshold, statistic per grid value)``. The first span is always kept, so no threshold empties an answer.
-    ``data_sets``: see :func:`task_statistic`. The candidates are found a chunk of questions at a time."""
+    ``data_sets``: see :func:`~bio_mrc.inference.tuning_chunks.columns_statistic`. The candidates are found a chunk
+    of questions at a time."""
     parts = [span_count_columns(all_multi_span_candidates(part_outputs, part, decoding, config), part, decoding, task, grid,
                                 config.n_best) for part_outputs, part in each_chunk(outputs, examples)]
     ids = [example.id for example in examples]
@@ -273,8 +263,9 @@ def tune_for_model(
     rule when ``options`` leave ``min_span_probability`` open; a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
     (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False. Questions from several
-    data sets (``data_sets``: each one's question ids) weigh each data set alike (:func:`task_statistic`). ``progress``:
-    a bar on standard error over the questions decoded (:func:`tune_settings`)."""
+    data sets (``data_sets``: each one's question ids) weigh each data set alike
+    (:func:`~bio_mrc.inference.tuning_chunks.columns_statistic`). ``progress``: a bar on standard error over the
+    questions decoded (:func:`tune_settings`)."""
     # a decoding the heads cannot do, refused in one line (tuning a BIO prior on a span-only model found no tags)
     # auto as the model's preferred decoding, each decoding tuned once ("auto joint" names joint twice)
     decodings = list(dict.fromkeys(registry.resolve_decoding(trained.decodings, d, heads=trained.heads) for d in decodings)) if decodings else trained.decodings
@@ -315,7 +306,8 @@ def tune_settings(
     v1.1's F1 of the single best span), then, decoding with it, a no-answer threshold per decoding (when
     ``tune_thresholds``: SQuAD 2.0 questions) and, with ``calibrate``, each decoding's confidence calibrator
     (a degenerate one is left out, its reason in ``skipped_calibrators``). The report gives each setting's
-    number of ``questions``. The prior and the task's settings weigh each of ``data_sets`` alike (:func:`task_statistic`).
+    number of ``questions``. The prior and the task's settings weigh each of ``data_sets`` alike
+    (:func:`~bio_mrc.inference.tuning_chunks.columns_statistic`).
     ``progress``: one ``decoding`` bar on standard error over the questions each pass decodes (library calls stay quiet)."""
     planned = _planned_questions(examples, decodings, tune_prior, tune_thresholds, calibrate)
     with question_bar("decoding", planned, progress):

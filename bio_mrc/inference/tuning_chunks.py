@@ -50,8 +50,10 @@ def score_columns(task: registry.TaskEntry, examples: Sequence[Example], predict
 def columns_statistic(
     task: registry.TaskEntry, ids: Sequence[str], columns: Mapping[str, Any], data_sets: Sequence[Collection[str]] = (),
 ) -> float:
-    """The task's main statistic of per-question ``columns`` of the questions ``ids``; given ``data_sets`` (the
-    question ids of each data set), the mean of each data set's statistic."""
+    """The task's main statistic (its registry entry's ``statistic``) of per-question ``columns`` of the questions
+    ``ids``; given ``data_sets`` (the question ids of each data set), the mean of each data set's statistic: every data
+    set weighs alike, so a rule tuned on two sets of questions does not follow the larger one's mix (mostly one-span
+    questions, say) alone."""
     rows_of_sets = [rows for rows in (_rows_in(ids, set(members)) for members in data_sets) if rows]
     if len(rows_of_sets) < 2:
         return float(task.metrics_of(columns)[task.statistic])

@@ -3,14 +3,16 @@ training writes. Light on purpose (no torch, no transformers): ``bio-mrc train``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ..errors import ConfigError, argument
-from ..io import UnsafePathError, check_folder_target, check_library_path, is_temporary_of
+from ..io import UnsafePathError, check_folder_target, check_library_path, is_temporary_of, written_alone
+from ..launcher import launcher_number
 from ..model_folder import CARD_FILE, MODEL_FILE_NAMES
 from ..model_records import RUN_FILE
 from ..run_folder import CHECKPOINT_DIR, HUB_PUSH_DIR, TRAIN_CONFIG_FILE, checkpoint_step
@@ -18,6 +20,24 @@ from ..transformers_registration import MODEL_TYPE
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
 LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
+
+
+# The folder's one lock is held by train, tune, export and convert alike: which of them holds it is not known here.
+_TRAINING_BUSY = ("another process is writing into this folder now (a train, tune, export or convert of a model there); "
+                 f"wait for it to end, or choose another {argument('output_dir')}")
+
+
+@contextlib.contextmanager
+def training_alone(output_dir: str | Path) -> Iterator[None]:
+    """Hold ``output_dir`` as the one training writing it, from before any work (``bio-mrc train`` and ``train_model``
+    alike, the one lock of :func:`~bio_mrc.io.written_alone`, so held again by the same thread it is taken as held): a
+    second run there at once (resuming or overwriting too) would save, rotate and remove the first one's checkpoints
+    and mix their models. A launcher's other processes train beside rank 0, which holds it."""
+    if launcher_number("RANK") != 0:
+        yield
+        return
+    with written_alone(output_dir, _TRAINING_BUSY):
+        yield
 
 
 def check_output_folder(folder: Path, overwrite: bool) -> None:

@@ -19,7 +19,7 @@ from ..arguments import count_argument, given_type, instance_argument, path_argu
 from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError, a_type, argument
 from ..fp32_attention import train_attention_in_fp32
-from ..io import check_outputs_apart, home_expanded, writes_named
+from ..io import check_folder_target, check_outputs_apart, home_expanded, writes_named
 from ..hub import local_folder
 from ..model import non_finite_weights
 from ..progress import progress_bars
@@ -30,6 +30,7 @@ from .checkpoints import (
     checkpoint_step, checkpoint_to_resume, checkpoint_word_units, remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
+from .output_folder import training_alone
 from .run_checks import check_best_metric, check_run_options
 from .run_start import FinishedModelError, SharedHeldOutWarning, WindowsFittedWarning, finished_run, fit_default_windows, warn_shared_held_out
 from .training_args import check_run_trackers
@@ -123,6 +124,18 @@ def train_model(
     ``max_query_length``, read as their first tokens, are one ``LongQuestionsNote`` naming ``data_name`` (the file read).
     """
     _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args, data_name)
+    # one training a folder, held from before any work as `bio-mrc train` holds it (which holds it already here)
+    with training_alone(check_folder_target(Path(home_expanded(output_dir)))):
+        return _train_alone(examples, config, output_dir, (save_checkpoints, progress, resume, checkpoint_steps),
+                            callbacks, overwrite, evaluator, network_args, data_name)
+
+
+def _train_alone(examples: Sequence[Example], config: TrainConfig, output_dir: str | Path, sitting: tuple[bool, bool, bool, int | None],
+                 callbacks: Sequence[TrainerCallback] | None, overwrite: bool, evaluator: Evaluator | None,
+                 network_args: dict[str, Any] | None, data_name: str | None) -> TrainResult:
+    """:func:`train_model` once its output folder is held (``sitting``: its ``save_checkpoints``, ``progress``,
+    ``resume`` and ``checkpoint_steps``)."""
+    save_checkpoints, progress, resume, checkpoint_steps = sitting
     if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:
         return finished
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
