@@ -1,9 +1,11 @@
 """The package's one answer normalisation, SQuAD's: what every metric compares, and what makes two spans
-of a context one answer (the same text once normalised); the edges of an answer (no blank user-perceived character
-at either end); and the other mentions of an answer's text in its context, which a tagger may learn as the answer too."""
+of a context one answer (the same text once normalised); where user-perceived characters (grapheme clusters) begin
+and end, which every answer's edges keep to; the edges of an answer (no blank user-perceived character at either end);
+and the other mentions of an answer's text in its context, which a tagger may learn as the answer too."""
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -113,6 +115,54 @@ def _blank_codes(codes: np.ndarray) -> np.ndarray:
     return blank
 
 
+# A grapheme cluster: \X, except that a flag (a pair of regional indicators) followed by another indicator is
+# matched as the pair alone: \X looks back over the whole run of indicators before each flag to pair them, time
+# quadratic in the run (25 s for a context of 100,000 characters of flags, hours for one of 5,000,000).
+_GRAPHEME = regex.compile(r"(?P<flag>\p{GCB=Regional_Indicator}{2}(?=\p{GCB=Regional_Indicator}))|\X")
+
+
+def grapheme_bounds(contexts: Sequence[str]) -> list[np.ndarray | None]:
+    """The positions between user-perceived characters (extended grapheme clusters) of each context, its
+    length included; None for ASCII text, where only CR LF is one character of two, and no token holds it."""
+    found: dict[str, np.ndarray | None] = {}
+    for context in contexts:
+        if context not in found:
+            found[context] = None if context.isascii() else np.fromiter(
+                (m.end() for m in _GRAPHEME.finditer(context)), dtype=np.int64, count=-1)
+    return [None if found[c] is None else np.concatenate([[0], found[c]]) for c in contexts]
+
+
+@functools.lru_cache(maxsize=2)  # a paragraph's answers and their mentions are looked at in one context
+def _character_bounds(context: str) -> bytes | None:
+    """1 at each position of ``context`` between user-perceived characters, else 0 (a byte a position: looked up one
+    at a time for each of hundreds of thousands of mentions); None for ASCII text."""
+    bounds = grapheme_bounds([context])[0]
+    if bounds is None:
+        return None
+    flags = np.zeros(len(context) + 1, dtype=np.uint8)
+    flags[bounds] = 1
+    return flags.tobytes()
+
+
+def cut_character(context: str, start: int, end: int) -> str | None:
+    """The user-perceived character (grapheme cluster) of ``context`` that the span ``(start, end)`` cuts in two at
+    either end (a letter from its accent written apart, an emoji from its skin tone, a jamo from its syllable, a
+    flag's halves), or None where both ends fall between characters, as every answer's do. The span is looked at
+    as every answer is trimmed (:func:`trimmed_span`): "Paris\\r" of a CR LF ends at the "s"."""
+    if start < end and (_blank(context[start]) or _blank(context[end - 1])):
+        first, last = trimmed_span(context, start, end)
+        start, end = (first, last) if first < last else (start, end)
+    for at in (start, end):
+        if at <= 0 or at >= len(context) or (context[at - 1] < "\x80" and context[at] < "\x80" and context[at - 1] != "\r"):
+            continue  # between two ASCII characters other than CR LF: always a break
+        flags = _character_bounds(context)
+        if flags is None:  # ASCII: CR LF alone is one character of two
+            return context[at - 1:at + 1] if context[at] == "\n" else None
+        if not flags[at]:
+            return context[flags.rfind(1, 0, at):flags.find(1, at)]
+    return None
+
+
 def _of_a_word(character: str) -> bool:
     """Whether ``character`` belongs to the word around it: a letter, a digit, or a combining mark (a Devanagari
     vowel sign, an accent written apart), which is part of the letter before it."""
@@ -121,8 +171,8 @@ def _of_a_word(character: str) -> bool:
 
 def mentions(context: str, text: str) -> list[tuple[int, int]]:
     """Every occurrence of ``text`` in ``context`` as (start, end) characters, end exclusive: the same
-    characters, not inside a longer word (no letter, digit or combining mark touches either end), non-overlapping,
-    left to right."""
+    characters, not inside a longer word (no letter, digit or combining mark touches either end) nor inside a
+    user-perceived character (:func:`cut_character`), non-overlapping, left to right."""
     if not text.strip():
         return []
     found, start = [], context.find(text)
@@ -130,9 +180,13 @@ def mentions(context: str, text: str) -> list[tuple[int, int]]:
         end = start + len(text)
         inside_a_word = (start > 0 and _of_a_word(context[start - 1]) and _of_a_word(text[0])) or (
             end < len(context) and _of_a_word(context[end]) and _of_a_word(text[-1]))
-        if not inside_a_word:
+        if inside_a_word:
+            start = context.find(text, _next_start(context, text, start))
+        elif cut_character(context, start, end) is not None:  # "👍" of "👍🏽": part of one character
+            start = context.find(text, start + 1)
+        else:
             found.append((start, end))
-        start = context.find(text, end if not inside_a_word else _next_start(context, text, start))
+            start = context.find(text, end)
     return found
 
 

@@ -21,6 +21,16 @@ def test_a_combining_mark_after_a_text_makes_it_part_of_a_longer_word():
     assert with_every_mention(hindi, ((0, 3),)) == ((0, 3), (20, 23))
 
 
+def test_no_mention_cuts_a_user_perceived_character():
+    # A skin tone, a joined emoji or a flag's other half is part of the character beside it: "👍" inside "👍🏽", "👨"
+    # inside a family joined by U+200D and "🇪🇫" across "🇩🇪🇫🇷" were mentions, and their tokens were tagged as the answer.
+    assert mentions("👍🏽 and 👍 here", "👍") == [(7, 8)]
+    family = "👨\u200d👩\u200d👧 met 👨"
+    assert mentions(family, "👨") == [(len(family) - 1, len(family))]
+    assert mentions("🇩🇪🇫🇷 🇪🇫", "🇪🇫") == [(5, 7)]
+    assert with_every_mention("👍 👍🏽 👍", ((0, 1),)) == ((0, 1), (5, 6))
+
+
 def test_a_text_that_ends_in_punctuation_may_touch_a_word_there():
     # "U.S." ends in a full stop: a letter after it does not make it part of a longer word.
     assert mentions("the U.S.A. and the U.S.", "U.S.") == [(4, 8), (19, 23)]

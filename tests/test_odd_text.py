@@ -46,6 +46,7 @@ from bio_mrc.answer_text import trimmed_span
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.tags import TAG_O
 from bio_mrc.types import Example
 
 from .conftest import TOKENIZER_FAMILIES, family_params
@@ -449,6 +450,21 @@ def test_tokens_of_one_character_share_its_tag(tiny_bpe_tokenizer):
         of_char = tagged & (offsets[:, 0] == start) & (offsets[:, 1] == start + 1)
         assert of_char.sum() == (1 if level == "word" else 3)  # word level: one tag a word
         assert (tags[of_char] == 0).all()  # all B
+
+
+@pytest.mark.parametrize("level", ["word", "subword"])
+def test_a_text_inside_a_user_perceived_character_is_no_other_mention(tiny_bpe_tokenizer, level):
+    """Training tags the other mentions of an answer's text too (``tag_mentions="every"``): "👍" inside "👍🏽" and "👨"
+    inside a family joined by U+200D are parts of one character, not mentions, and their tokens were tagged."""
+    context = "👍 or 👍🏽 and 👨\u200d👩 met 👨"
+    examples = [Example("thumb", "q", context, (((0, 1),),)), Example("man", "q", context, (((len(context) - 1, len(context)),),))]
+    features = build_features(examples, tiny_bpe_tokenizer, level_config(level, tag_mentions="every"))
+    tagged = [set(), set()]
+    for row in features:
+        offsets, mask = np.asarray(row["offset_mapping"]), np.asarray(row["tag_mask"], bool)
+        for a, b in offsets[mask & (np.asarray(row["bio_targets"]).argmax(-1) != TAG_O)].tolist():
+            tagged[row["example_index"]].update(range(a, b))
+    assert tagged == [{0}, {len(context) - 1}]
 
 
 def test_truncated_questions_never_keep_more_than_max_query_length_tokens(tiny_bpe_tokenizer):

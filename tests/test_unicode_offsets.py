@@ -3,9 +3,11 @@
 Seeded random contexts mix characters an uncased normalizer changes in length (``İ``, ``ß``, ``ﬁ``, ``Ⅻ``, full-width
 forms, decomposed accents), zero-width joiners and spaces, byte-order marks and soft hyphens inside text,
 right-to-left text with bidirectional controls, emoji sequences, CJK and Thai without spaces, control characters,
-CRLF and tabs, Unicode spaces, characters past the Basic Multilingual Plane and words longer than a window. Random
-untrained models of five tokenizers (uncased and cased WordPiece, byte-level BPE, SentencePiece Unigram under NFKC and
-under ALBERT's NFKD, accent stripping and lower-casing), tagging words or sub-words, answer them, as any model may:
+CRLF and tabs, Unicode spaces, characters past the Basic Multilingual Plane, Hangul as syllables and as jamo,
+Devanagari conjuncts, keycaps, tag-sequence flags, half-width kana with their voicing marks and words longer than a
+window. Random untrained models of five tokenizers (uncased and cased WordPiece, byte-level BPE, SentencePiece Unigram
+under NFKC and under ALBERT's NFKD, accent stripping and lower-casing), tagging words or sub-words, answer them, as any
+model may:
 every answer is the context's own characters at its offsets (``context[start:end] == text``, ``start < end``),
 starts and ends on user-perceived characters (grapheme clusters), has a readable character in its first and last
 cluster (no whitespace, zero-width or bidirectional control alone at either end), and a multi-span answer's spans
@@ -38,6 +40,8 @@ PIECES = [
     "\u2060joined", "\u202bשלום עולם\u202c", "\u200fمرحبا\u200e", "\u2067עברית\u2069", "\u202eevil\u202c",
     "👨\u200d👩\u200d👧\u200d👦", "👍🏽", "🇫🇷🇩🇪", "❤\ufe0f", "東京は日本の首都です", "ภาษาไทยง่ายมาก", "\x01ctl\x07", "\x7f",
     "line\r\nbreak", "tab\there", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "𠜎𠜱", "the", "river", "Normandy", "1066", "x" * 120, "ACGT" * 40,
+    "한국어를", "\u1112\u1161\u11ab\u1100\u116e\u11a8", "क्षत्रिय", "हिन्दी", "٢٠٢٤م", "1\ufe0f\u20e3", "👩🏿\u200d🔬",
+    "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f", "ｶﾞｷﾞ", "Ἀθῆναι", "para\u2029graph",
 ]
 SEPARATORS = [" ", " ", " ", "\n", "\r\n", "\t", "\u00a0", "\u2009", "\u3000", "\u202f", "", "\u200b", "\u2028", "\u0085",
               " \u200d ", " \u0301 "]

@@ -283,7 +283,7 @@ FLAG_FR, FLAG_DE = "\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"  # each flag t
     ("\U0001f1eb" + FLAG_FR * 2, [0, 2, 4, 5]),  # pairs counted from the run's start
 ])
 def test_flags_are_user_perceived_characters_as_unicode_pairs_them(context, bounds):
-    from bio_mrc.features.words import grapheme_bounds
+    from bio_mrc.answer_text import grapheme_bounds
 
     assert grapheme_bounds([context])[0].tolist() == bounds
 
@@ -294,10 +294,10 @@ def test_a_run_of_flags_is_paired_without_looking_back_over_it():
     # \X reads only the run's last.
     import regex
 
-    from bio_mrc.features import words
+    from bio_mrc import answer_text
 
     context = "x " + FLAG_FR * 1_000 + " y " + FLAG_DE * 500 + "\U0001f1eb"
-    matches = list(words._GRAPHEME.finditer(context))
+    matches = list(answer_text._GRAPHEME.finditer(context))
     in_runs = [m for m in matches if m.group().startswith(("\U0001f1eb", "\U0001f1e9"))]
     assert [m.lastgroup for m in in_runs].count(None) == 2  # one a run: the first's last flag, the second's lone indicator
     assert [m.end() for m in matches] == [m.end() for m in regex.finditer(r"\X", context)]

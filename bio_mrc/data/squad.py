@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from ..answer_text import mentions
+from ..answer_text import cut_character, mentions
 from ..arguments import check_flag, checked_limit, warn_limit_past
 from ..errors import InputNote, argument
 from ..json_syntax import json_value
@@ -491,7 +491,7 @@ def _answer_span(
     if not carries_text(text):  # the official scripts read such a gold answer as no answer
         raise DataFormatError(f"answer text {json_value(text)} holds no readable text, only whitespace or invisible characters", qid, source)
     if 0 <= start and context[start : start + len(text)] == text:
-        return start, start + len(text)
+        return start, start + len(text)  # as written, even inside a character: the scorers read its text alone
     found = places.of(context, text)
     if not found:
         raise DataFormatError(f"answer text {json_value(text)} is not in the context{_other_normalisation(text, context)}", qid, source)
@@ -555,12 +555,13 @@ class _AnswerPlaces:
             self.context, self.places, self.all_places, self.word_places = context, {}, {}, {}
 
     def of(self, context: str, text: str) -> list[int]:
-        """The starts of ``text`` in ``context``, ascending: its whole-word mentions, else every occurrence (none:
-        not in it). A whole word first: "an" near "plan an" is the word, not the end of "plan" (whose tokens would
-        become the target)."""
+        """The starts of ``text`` in ``context``, ascending: its whole-word mentions, else every occurrence of whole
+        user-perceived characters (none: not in it). A whole word first: "an" near "plan an" is the word, not the end
+        of "plan" (whose tokens would become the target)."""
         self._read(context)
         if text not in self.places:
-            occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
+            occurrences = [m.start() for m in re.finditer(re.escape(text), context)
+                           if cut_character(context, m.start(), m.end()) is None]
             self.places[text] = (occurrences and self.words(context, text)) or occurrences
         return self.places[text]
 
@@ -572,14 +573,13 @@ class _AnswerPlaces:
         return self.word_places[text]
 
     def every(self, context: str, text: str) -> list[int]:
-        """Every start of ``text`` in ``context`` (overlapping ones too), ascending, but for one whose span would end
-        before a combining mark: "cafe" is not in "café" written as "e" and U+0301."""
+        """Every start of ``text`` in ``context`` (overlapping ones too), ascending, but for one whose span would cut a
+        user-perceived character: "cafe" is not in "café" written as "e" and U+0301, nor "👍" in "👍🏽"."""
         self._read(context)
         if text not in self.all_places:
             found, at = [], context.find(text)
             while at >= 0:
-                end = at + len(text)
-                if end == len(context) or not unicodedata.category(context[end]).startswith("M"):
+                if cut_character(context, at, at + len(text)) is None:
                     found.append(at)
                 at = context.find(text, at + 1)
             self.all_places[text] = found

@@ -24,6 +24,7 @@ from datasets.arrow_writer import OptimizedTypedSequence
 from transformers import PreTrainedTokenizerBase
 
 from .. import registry
+from ..answer_text import grapheme_bounds
 from ..code_fingerprint import sources_fingerprint
 from ..errors import ConfigError
 from ..types import Example
@@ -33,7 +34,7 @@ from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  #
 from .targets import add_targets
 from .tokenizer_lock import tokenizer_lock
 from .windows_cache import cache_budget_bytes, drop_unreadable, mark_used_and_prune, windows_cache_file
-from .words import (context_words, dropped_attached_runs, extend_over_attached, grapheme_bounds, snap_to_graphemes, tokens_alone,
+from .words import (context_words, dropped_attached_runs, extend_over_attached, snap_to_graphemes, tokens_alone,
                     word_of_tokens)
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:

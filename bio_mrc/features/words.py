@@ -8,14 +8,14 @@ import unicodedata
 from typing import Sequence
 
 import numpy as np
-import regex  # grapheme clusters (\X) and scripts (\p{Script=...}), which re lacks
+import regex  # scripts (\p{Script=...}) and other Unicode properties, which re lacks
 from transformers import PreTrainedTokenizerBase
 
-from ..answer_text import trimmed_spans
+from ..answer_text import grapheme_bounds, trimmed_spans
 from .pair_windows import ContextsAlone
 from .tokenizer_lock import tokenizer_lock
 
-__all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
+__all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "snap_to_graphemes",
            "tokens_alone", "word_of_tokens"]
 
 
@@ -245,23 +245,6 @@ def extend_over_attached(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
     offsets = offsets.copy()
     offsets[hit, 1] = runs[index[hit], 1]
     return offsets
-
-
-# A grapheme cluster: \X, except that a flag (a pair of regional indicators) followed by another indicator is
-# matched as the pair alone: \X looks back over the whole run of indicators before each flag to pair them, time
-# quadratic in the run (25 s for a context of 100,000 characters of flags, hours for one of 5,000,000).
-_GRAPHEME = regex.compile(r"(?P<flag>\p{GCB=Regional_Indicator}{2}(?=\p{GCB=Regional_Indicator}))|\X")
-
-
-def grapheme_bounds(contexts: Sequence[str]) -> list[np.ndarray | None]:
-    """The positions between user-perceived characters (extended grapheme clusters) of each context, its
-    length included; None for ASCII text, where only CR LF is one character of two, and no token holds it."""
-    found: dict[str, np.ndarray | None] = {}
-    for context in contexts:
-        if context not in found:
-            found[context] = None if context.isascii() else np.fromiter(
-                (m.end() for m in _GRAPHEME.finditer(context)), dtype=np.int64, count=-1)
-    return [None if found[c] is None else np.concatenate([[0], found[c]]) for c in contexts]
 
 
 def snap_to_graphemes(offsets: np.ndarray, bounds: np.ndarray | None) -> np.ndarray:
