@@ -19,6 +19,7 @@ from .encoders import as_data
 from .errors import ConfigError, ModelFormatError
 from .model_defaults import MODEL_FORMAT  # noqa: F401 (the layout of a saved model folder; imported from here too)
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
+from .progress import progress_bars
 
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
@@ -207,8 +208,9 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     ) -> "BioMrcForQuestionAnswering":
         """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
         dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
-        ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``)."""
-        with as_data(encoder_name_or_path):
+        ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``).
+        Quiet: transformers' bar of the encoder's weights stays hidden, and the caller's setting of it is kept."""
+        with as_data(encoder_name_or_path), progress_bars(False):  # a library call: no "Loading weights" bar
             encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False)
         set_encoder_dropout(encoder.config, **(encoder_dropout or {}))
         config = BioMrcConfig(encoder=encoder.config.to_dict(), **{"word_units": model_defaults.WORD_UNITS_NOW, **config_kwargs})

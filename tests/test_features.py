@@ -538,3 +538,21 @@ def test_long_contexts_are_tokenized_in_smaller_batches(tiny_tokenizer, monkeypa
     monkeypatch.setattr(module, "BATCH_CONTEXT_CHARS", 4 * len(context), raising=False)
     assert rows(build_features(examples, tiny_tokenizer, config, with_targets=False)) == whole
     assert sizes == [4, 4, 4]
+
+
+def test_the_questions_no_window_holds_are_read_from_whole_columns_not_row_by_row(monkeypatch):
+    """Training checks every window (hundreds of thousands on SQuAD) for the answers none holds: a column read as one
+    array, where datasets' row iterator took seconds before the first training step, without a bar."""
+    import datasets
+
+    from bio_mrc.features.targets import answers_no_window_holds
+
+    examples = [Example(f"q{k}", "who?", "a b c", answers) for k, answers in enumerate([[((0, 1),)], [((2, 3),)], [], [((4, 5),)]])]
+    windows = datasets.Dataset.from_dict({"example_index": [0, 0, 1, 2, 3, 3], "answer_in_window": [False, True, False, False, False, True]})
+
+    def row_by_row(self):
+        raise AssertionError("a column read row by row")
+
+    monkeypatch.setattr(datasets.arrow_dataset.Column, "__iter__", row_by_row)
+    monkeypatch.setattr(datasets.Dataset, "__iter__", row_by_row)
+    assert answers_no_window_holds(windows, examples) == ["q1"]  # q0 and q3 held by a window, q2 unanswerable

@@ -326,3 +326,19 @@ def test_forwards_signature_names_each_heads_labels_and_keeps_its_return_type():
     assert {"start_positions", "end_positions", "bio_targets"} <= set(signature.parameters)  # what Trainer reads
     assert signature.return_annotation == "BioMrcOutput | tuple[torch.Tensor, ...]"  # help() shows what it returns
     assert typing.get_type_hints(BioMrcForQuestionAnswering.forward)["return"] == BioMrcOutput | tuple[torch.Tensor, ...]
+
+
+def test_fresh_heads_on_an_encoder_load_it_quietly_and_leave_the_callers_bars_as_they_were(tiny_encoder_dir, capfd):
+    """``from_encoder`` is a library call: transformers' "Loading weights" bar of the encoder stays hidden, while the
+    program's own setting (on, transformers' default) is kept for its own loads."""
+    import transformers.utils.logging as transformers_logging
+
+    before = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()
+    try:
+        capfd.readouterr()
+        BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir))
+        assert capfd.readouterr() == ("", "")
+        assert transformers_logging.is_progress_bar_enabled()
+    finally:
+        transformers_logging.enable_progress_bar() if before else transformers_logging.disable_progress_bar()

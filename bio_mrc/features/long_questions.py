@@ -34,7 +34,8 @@ def note_long_questions(windows: Dataset, examples: Sequence[Example], max_query
     outside the package."""
     if not len(windows) or "question_tokens" not in windows.column_names:
         return
-    index, tokens = (windows.data.column(name).to_numpy() for name in ("example_index", "question_tokens"))
+    columns = windows.with_format("arrow")  # whole columns, as any selection of the windows reads them
+    index, tokens = (columns[name].to_numpy() for name in ("example_index", "question_tokens"))
     first = np.flatnonzero(np.concatenate([[True], index[1:] != index[:-1]]))  # an example's windows run together
     rows = first[tokens[first] > max_query_length]
     long = list(zip(index[rows].tolist(), tokens[rows].tolist()))

@@ -200,10 +200,13 @@ def add_targets(
 
 
 def answers_no_window_holds(features: Any, examples: Sequence[Example]) -> list[str]:
-    """The ids of answerable questions whose every answer misses every window's tokens: pure whitespace,
-    characters the tokenizer drops (zero-width, control), or longer than a window. They would train as
-    unanswerable, so the official scripts' tolerance of such answers should not pass without a word."""
+    """The ids of answerable questions whose every answer misses every window's tokens (``features``: the windows'
+    ``datasets.Dataset``): pure whitespace, characters the tokenizer drops (zero-width, control), or longer than a
+    window. They would train as unanswerable, so the official scripts' tolerance of such answers should not pass
+    without a word."""
     held = np.zeros(len(examples), dtype=bool)
-    index, in_window = np.asarray(features["example_index"]), np.asarray(features["answer_in_window"], dtype=bool)
+    # whole arrow columns: datasets' row iterator takes seconds over a large file's windows
+    columns = features.with_format("arrow")
+    index, in_window = (columns[name].to_numpy() for name in ("example_index", "answer_in_window"))
     held[index[in_window]] = True
     return [example.id for example, found in zip(examples, held) if example.is_answerable and not found]

@@ -265,7 +265,7 @@ def holds_every_window(windows: Dataset, examples: Sequence[Example], tokenizer:
     a windows file cut short reads as fewer rows, not as an error."""
     if not examples:
         return len(windows) == 0
-    indices = windows.data.column("example_index")
+    indices = windows.with_format("arrow")["example_index"]
     last = len(indices) and indices[len(indices) - 1].as_py()
     expected = len(tokenize_windows([examples[-1]], tokenizer, config)["input_ids"])
     return (last == len(examples) - 1 and pc.count_distinct(indices).as_py() == len(examples)
