@@ -90,7 +90,12 @@ def public(value: Any) -> Any:
 
 
 def _read_json(path: Path) -> Any:
-    return special_floats(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+    return _json_of(path.read_bytes()) if path.is_file() else None
+
+
+def _json_of(content: bytes | None) -> Any:
+    """A record's bytes as the card reads them (None: no record)."""
+    return special_floats(json.loads(content.decode("utf-8"))) if content is not None else None
 
 
 def write_model_card(model_dir: str | Path, staged_for: str | Path | None = None, export: Mapping | None = None) -> Path | None:
@@ -123,17 +128,19 @@ def _export_record(folder: Path) -> Mapping | None:
 
 
 def write_exported_card(output_dir: str | Path, model_dir: str | Path, architecture: str, left_out: Sequence[str],
-                        staged_for: str | Path | None = None) -> Path | None:
+                        staged_for: str | Path | None = None, *, config: BioMrcConfig | None, run_record: bytes | None) -> Path | None:
     """``output_dir/README.md`` for transformers' QA model exported there from the bio_mrc model in ``model_dir``
     (``bio-mrc export --format transformers``): what it holds and leaves out (the heads ``left_out``), its base model,
-    how to run it. ``staged_for``: ``output_dir`` is a staging folder whose files move into that folder."""
-    output_dir, model_dir = Path(output_dir), Path(model_dir)
-    config = _read_config(model_dir)
+    how to run it. ``config`` and ``run_record`` (the bytes of ``bio_mrc_run.json``; None: none) are the model's, of the
+    state of its folder its weights were loaded in, not read again (a ``train --overwrite`` since would describe
+    another model); no ``config``, no card (a source that is no bio_mrc model). ``staged_for``: ``output_dir`` is a
+    staging folder whose files move into that folder."""
     if config is None:
         return None
+    output_dir = Path(output_dir)
     target = Path(staged_for) if staged_for is not None else output_dir
-    return _write_card(output_dir, render_exported_card(config, _read_json(model_dir / RUN_RECORD_FILE), architecture,
-                                                        left_out, target.name, model_dir.name), target)
+    return _write_card(output_dir, render_exported_card(config, _json_of(run_record), architecture, left_out, target.name,
+                                                        Path(model_dir).name), target)
 
 
 def _write_card(folder: Path, text: str, target: Path | None = None) -> Path | None:

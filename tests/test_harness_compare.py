@@ -10,7 +10,7 @@ import pytest
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
-from bio_mrc.errors import ConfigError, DataFormatError
+from bio_mrc.errors import ConfigError, DataFormatError, FewTuningQuestionsWarning
 from bio_mrc.inference import TrainedModel
 from bio_mrc.machine import machine_description
 
@@ -971,6 +971,32 @@ def test_without_a_tuning_split_a_comparison_decodes_with_no_tuning_of_the_model
     assert json.loads((model / "config.json").read_text())["bio_length_prior"] == 6.0  # the folder is left as it is
 
 
+def test_without_a_tuning_split_a_model_tuned_in_its_folder_decodes_with_what_it_carries_from_init_from(trained_dir, tmp_path):
+    """A tuning of a continued model in its folder replaced the settings it carried from its ``init_from`` model; scored
+    again without a tuning split it decoded with none, where a model trained in a fresh output folder carries them."""
+    import shutil
+
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.harness.config import RunSpec
+    from bio_mrc.harness.models import carried_settings
+    from bio_mrc.harness.scoring import tuned_decoding
+    from bio_mrc.training.config import TrainConfig
+
+    source, model = (shutil.copytree(trained_dir, tmp_path / name) for name in ("source", "model"))
+    tuned_on = {"description": "held out", "questions": 30, "content_hash": "0" * 16}
+    for folder, prior, rules in ((source, 6.0, {"bio": 0.4}), (model, 2.0, {"bio": 0.9})):  # the model tuned in its folder
+        config = json.loads((folder / "config.json").read_text())
+        config |= {"bio_length_prior": prior, "min_span_probabilities": rules, "tuned_on": tuned_on,
+                   "calibration": {"bio": {"method": "beta", "a": 1.0, "b": 0.0, "c": 0.0, "correct_if": "f1>=0.5", "questions": 30}}}
+        (folder / "config.json").write_text(json.dumps(config))
+    carried = carried_settings(RunSpec("continued", TrainConfig(init_from=str(source))))
+    assert carried.tuned_on == {**tuned_on, "for_model": str(source)} and carried.calibration is None  # as training carries them
+    trained = TrainedModel.load(model, precision="fp32", device="cpu")
+    tuned, saved = tuned_decoding(trained, DecodeConfig(), None, False, carried)
+    assert (tuned.decode_config.bio_length_prior, trained.span_count_rules, trained.calibrators, saved) == (6.0, {"bio": 0.4}, {}, None)
+    assert carried_settings(RunSpec("fresh", TrainConfig())) is None
+
+
 def test_a_tuning_split_of_fewer_than_100_questions_is_warned_of_once_before_any_model_trains(tiny_encoder_dir, tmp_path, monkeypatch):
     """bio-mrc tune warns that settings fitted on fewer than 100 questions follow the questions drawn; compare fitted
     the same (thresholds, priors, calibrators) on a 'tune' split of 2 without a word."""
@@ -995,3 +1021,31 @@ def test_a_tuning_split_of_fewer_than_100_questions_is_warned_of_once_before_any
     tune = parse_config(raw).tune.describe()
     assert few == [f"tune: each model's settings are tuned on 2 questions of {tune}: settings fitted on fewer than 100 follow "
                    "the questions drawn; tune on a few hundred held-out questions, as the model will meet them, to rely on them"]
+
+
+
+@pytest.mark.slow  # continues the session's model twice and scores it in three sittings
+def test_an_untuned_sitting_decodes_with_the_carried_settings_after_a_tuned_one(trained_dir, tiny_encoder_dir, tmp_path):
+    """A model continued from a tuned one carries its settings (here β 6), which a sitting without a tune split decodes
+    with. A sitting with one replaced them in the model's folder, so a later sitting without one there decoded with
+    no β at all, where a fresh output folder decodes with the carried one."""
+    import shutil
+
+    source = shutil.copytree(trained_dir, tmp_path / "source")
+    config = json.loads((source / "config.json").read_text())
+    config |= {"bio_length_prior": 6.0, "tuned_on": {"description": "held out", "questions": 30, "content_hash": "0" * 16}}
+    (source / "config.json").write_text(json.dumps(config))
+    parts = {name: {"path": str(SAMPLE_V1), "skip": skip, **({"limit": limit} if limit else {})}  # one context apiece
+             for name, skip, limit in (("train", 0, 3), ("eval", 3, 2), ("tune", 5, None))}
+    raw = config_dict(tiny_encoder_dir, seeds=[1], train=parts["train"], eval=parts["eval"],
+                      runs=[{"name": "continued", "heads": "span+bio", "init_from": str(source)}])
+    raw["defaults"].update(epochs=0.01, learning_rate=1e-9)  # one step that leaves the model as it is
+
+    def priors(raw, out):
+        results, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
+        return {cell.decoding: cell.bio_length_prior for cell in results.cells}
+
+    assert priors(raw, tmp_path / "fresh") == {"span": None, "bio": 6.0, "joint": 6.0}
+    with pytest.warns(FewTuningQuestionsWarning):
+        assert priors({**raw, "tune": parts["tune"]}, tmp_path / "used")["bio"] != 6.0  # tuned on the three questions
+    assert priors(raw, tmp_path / "used") == {"span": None, "bio": 6.0, "joint": 6.0}

@@ -535,3 +535,49 @@ def test_the_light_names_of_a_qa_model_are_the_classes_own():
 
     assert model_folder.BIO_MRC_QA_CLASS == BioMrcForQuestionAnswering.__name__
     assert qa_checkpoints.QA_HEADS == model_folder.QA_HEADS == "span"
+
+
+def test_the_exported_card_describes_the_state_of_the_source_it_loaded(trained_dir, tmp_path, monkeypatch):
+    """The card's run record and config were read from the source once the model was converted, after its load: a
+    ``train --overwrite`` of the source landing between them gave the weights of one run a card of another."""
+    import shutil
+
+    from bio_mrc.inference import conversion
+    from bio_mrc.model import RUN_FILE
+
+    source = shutil.copytree(trained_dir, tmp_path / "source")
+    converted, convert = [], conversion.qa_model_from_span_model
+
+    def converted_then_a_new_run(*args):  # the model is loaded: the source is trained again
+        config = json.loads((source / "config.json").read_text())
+        (source / "config.json").write_text(json.dumps({**config, "max_seq_length": 40}))
+        (source / RUN_FILE).write_text(json.dumps({"train": {"init_from": "org/later-run"}}))
+        converted.append(source)
+        return convert(*args)
+
+    monkeypatch.setattr(conversion, "qa_model_from_span_model", converted_then_a_new_run)
+    export_qa_checkpoint(source, tmp_path / "exported")
+    card = ModelCard.load(tmp_path / "exported" / "README.md")
+    assert converted == [source] and card.data.base_model is None  # the loaded run's: a local encoder
+    assert "later-run" not in card.content and "`max_seq_length` 48" in card.content
+
+
+def test_a_source_trained_again_while_it_loads_is_exported_with_the_card_of_the_state_loaded(trained_dir, tmp_path, monkeypatch):
+    """A new run's record written mid-load: the load is read again, and the card is that state's."""
+    import shutil
+
+    import bio_mrc.inference.loading as loading
+    from bio_mrc.model import RUN_FILE
+
+    source = shutil.copytree(trained_dir, tmp_path / "source")
+    read_tokenizer, written = loading.load_tokenizer, []
+
+    def tokenizer_then_a_new_record(*args, **kwargs):
+        if not written:
+            (source / RUN_FILE).write_text(json.dumps({"train": {"init_from": "org/later-run"}}))
+            written.append(source)
+        return read_tokenizer(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "load_tokenizer", tokenizer_then_a_new_record)
+    export_qa_checkpoint(source, tmp_path / "exported")
+    assert written == [source] and ModelCard.load(tmp_path / "exported" / "README.md").data.base_model == "org/later-run"

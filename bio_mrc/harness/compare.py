@@ -45,7 +45,7 @@ from .config import CompareConfig, DataSpec, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
 from .held_out_questions import check_held_out_questions
-from .models import check_model_sources, check_run_trainings, obtain_model
+from .models import carried_settings, check_model_sources, check_run_trainings, obtain_model
 from .results import PER_QUESTION, Cell, ComparisonResults
 from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names,
                       remove_other_files, score_model, timed_windows, tuned_decoding)
@@ -265,7 +265,8 @@ def _score_trained_run(
     browser = _read_browser_data(browser_cache, splits.eval.ids) if model_cells is not None else None
     if model_cells is None or browser is None or not kept_predictions.is_dir():
         trained = TrainedModel.load(model_dir, progress=progress, precision=precision)  # auto as resolved: the cells say which
-        model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
+        carried = carried_settings(run) if splits.tune is None else None
+        model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress, carried)
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data and prediction files
         _copy_prediction_files(output_dir / "predictions", f"{run.name}-seed{seed}-", kept_predictions, "", model_cells)
@@ -301,12 +302,13 @@ def _score_folds(
     inference_seconds = train_seconds = 0.0
     reused_all, partial_any, model_dirs, fold_settings = True, False, [], []
     folds = splits.folds_for(run)
+    carried = carried_settings(run) if splits.tune is None else None
     for train_fold, held_out in folds:
         model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress, precision=answering_precision(model_dir, run.evaluation_precision))
         outputs, inference = timed_windows(trained, held_out, progress)
-        tuned, _ = tuned_decoding(trained, config.decode, splits.tune, progress)
+        tuned, _ = tuned_decoding(trained, config.decode, splits.tune, progress, carried)
         if run.length_prior_tuning is not None:  # "fold-training", its one value: tuned on this fold's training questions
             tuned = prior_tuned_on(trained, tuned, train_fold, progress)
         decode_config = tuned.decode_config

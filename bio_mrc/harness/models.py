@@ -15,7 +15,7 @@ from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
 from ..json_syntax import json_value
 from ..io import written_alone
-from ..model import BioMrcForQuestionAnswering
+from ..model import BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator, metric_names
@@ -23,7 +23,7 @@ from ..model_card import training_time_is_partial
 from ..training.checkpoints import seconds_trained
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..training.run_checks import check_best_metric, check_run_options, check_windows_fit
-from ..training.trainer import encoder_dropout, source_encoder_config
+from ..training.trainer import continued_config, encoder_dropout, source_encoder_config
 from ..training.training_args import check_run_trackers
 from .config import RunSpec
 from .comparison_splits import Split
@@ -123,6 +123,16 @@ def resolve_init_from(init_from: str | None) -> str | None:
         raise ConfigError(f"init_from {json_value(init_from, whole=True)} must match exactly one trained model; it matches {found}. "
                           "Run the comparison that trains it first (see its config's description)")
     return complete[0]
+
+
+def carried_settings(run: RunSpec) -> BioMrcConfig | None:
+    """The config whose decoding settings a model of ``run`` carries from the model its ``init_from`` continues, as
+    training carries them (:func:`~bio_mrc.training.trainer.continued_config`), read from that model's folder now, as a
+    model trained in a fresh output folder would carry them; None for a run trained from an encoder."""
+    init_from = resolve_init_from(run.train.init_from)
+    if not init_from:
+        return None
+    return continued_config(BioMrcConfig.from_pretrained(str(local_folder(init_from, revision=run.train.revision))), init_from)
 
 
 def check_model_sources(

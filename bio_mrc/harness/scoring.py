@@ -23,6 +23,7 @@ from .browser_data import ModelBrowserData, model_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
 
 if TYPE_CHECKING:  # types only: the configuration and the splits do not change how a model scores
+    from ..model import BioMrcConfig
     from .config import RunSpec
     from .comparison_splits import Split, Splits
 
@@ -39,14 +40,14 @@ def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[
 
 
 def tuned_decoding(
-    trained: TrainedModel, options: DecodeConfig, tune_split: Split | None, progress: bool
+    trained: TrainedModel, options: DecodeConfig, tune_split: Split | None, progress: bool, carried: BioMrcConfig | None = None,
 ) -> tuple[TunedSettings, bool | None]:
     """The comparison's decoding options with what is tuned on the tuning split, by the package's one
     policy (:func:`bio_mrc.inference.tuning.tune_for_model`). Without a tuning split, the prior and
-    calibrators the model holds from its training (:func:`_without_own_tuning`). Returns (tuned settings, whether the
-    model now stores them: None when nothing was tuned)."""
+    calibrators the model holds from its training, or those it carries from the model it continues (``carried``)
+    (:func:`_without_own_tuning`). Returns (tuned settings, whether the model now stores them: None when nothing was tuned)."""
     if tune_split is None:
-        _without_own_tuning(trained)
+        _without_own_tuning(trained, carried)
         return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
     tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind, data_sets=tune_split.data_sets,
@@ -56,14 +57,15 @@ def tuned_decoding(
     return tuned, _saved_with_model(trained, tuned, tune_split)
 
 
-def _without_own_tuning(trained: TrainedModel) -> None:
+def _without_own_tuning(trained: TrainedModel, carried: BioMrcConfig | None = None) -> None:
     """Forget, in memory, the settings a tuning of this model saved in its folder (an earlier comparison's tuning
     split, which this one does not name and may evaluate on): scored again without a tuning split, the model decodes
-    as in a fresh output folder. Settings carried from the model it continues (``tuned_on["for_model"]``) are kept."""
+    as in a fresh output folder. Settings carried from the model it continues (``tuned_on["for_model"]``) are kept;
+    where a tuning replaced them, those of ``carried`` (:func:`bio_mrc.harness.models.carried_settings`) take their place."""
     config = trained.model.config
     if config.tuned_on and "for_model" not in config.tuned_on:
         for name in ("bio_length_prior", "no_answer_thresholds", "min_span_probabilities", "calibration", "tuned_on"):
-            setattr(config, name, None)
+            setattr(config, name, getattr(carried, name, None))
 
 
 def _saved_with_model(trained: TrainedModel, tuned: TunedSettings, tune_split: Split) -> bool:
@@ -85,12 +87,12 @@ def _saved_with_model(trained: TrainedModel, tuned: TunedSettings, tune_split: S
 
 def score_model(
     trained: TrainedModel, run: RunSpec, seed: int, options: DecodeConfig, splits: Splits, eval_split: Split,
-    output_dir: Path, progress: bool,
+    output_dir: Path, progress: bool, carried: BioMrcConfig | None = None,
 ) -> tuple[list[dict[str, Any]], ModelBrowserData]:
-    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions;
-    and the model's browser data."""
+    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions (without them,
+    with the settings it carries: ``carried``, :func:`tuned_decoding`); and the model's browser data."""
     outputs, inference_seconds = timed_windows(trained, eval_split, progress)
-    tuned, saved = tuned_decoding(trained, options, splits.tune, progress)
+    tuned, saved = tuned_decoding(trained, options, splits.tune, progress, carried)
     decode_config = tuned.decode_config
     rules = {**trained.span_count_rules, **tuned.min_span_probabilities}
     cells, predictions = [], {}

@@ -20,9 +20,10 @@ from ..model_records import RUN_FILE
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import CONVERT_STAGING_DIR, EXPORT_STAGING_DIR, check_bidirectional, qa_model_architecture, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
-from ..qa_checkpoints import (QA_HEADS, check_qa_windows, qa_model_from_span_model, reading_inputs, saved_config,
+from ..qa_checkpoints import (QA_HEADS, check_qa_windows, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
-from .loading import TrainedModel, check_pytorch_model
+from .loading import check_pytorch_model
+from .onnx import load_with_source
 
 STAGING_DIR = CONVERT_STAGING_DIR
 
@@ -135,7 +136,7 @@ def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress
                     revision: str | None = None) -> QaCheckpointExport:
     """:func:`export_qa_checkpoint` once its output folder is checked and held."""
     check_folder_free(output_dir, overwrite, EXPORT_STAGING_DIR)  # before the model loads
-    trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)
+    trained, _, records = load_with_source(model_dir, revision)  # the card reads the records of the state loaded
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "
                           "extractive QA models are start/end models")
@@ -146,7 +147,9 @@ def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress
         qa.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
         left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
-        write_exported_card(staging, Path(trained.path), type(qa).__name__, left_out, staged_for=output_dir)
+        config = None if qa_architecture(Path(trained.path)) else trained.model.config  # transformers' own QA model: no card
+        write_exported_card(staging, Path(trained.path), type(qa).__name__, left_out, staged_for=output_dir, config=config,
+                            run_record=records.get(RUN_FILE))
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     return QaCheckpointExport(type(qa).__name__, str(model_dir), tuple(left_out))
 
