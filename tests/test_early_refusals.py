@@ -176,7 +176,7 @@ def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_bef
     config = {"train": {"path": data}, "eval": {"path": data}, "runs": [{"name": "joint"}]}
     files = {"rate.json": {**config, "defaults": {"learning_rate": 1e308}},
              "head-rate.json": {**config, "runs": [{"name": "joint", "head_learning_rate": 1e-30}]},
-             "seeds.json": {**config, "seeds": list(range(100_000))}}
+             "seeds.json": {**config, "seeds": list(range(10_000))}}
     for name, raw in files.items():
         (tmp_path / name).write_text(json.dumps(raw), encoding="utf-8")
     out, new = str(tmp_path / "out"), str(tmp_path / "new")
@@ -189,7 +189,7 @@ def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_bef
     assert result["lines"] == [
         [2, f"error: defaults.learning_rate: 1e+308 is greater than the maximum of 1 (in {tmp_path / 'rate.json'})"],
         [2, f"error: runs[0].head_learning_rate: 1e-30 is less than the minimum of 1e-10 (in {tmp_path / 'head-rate.json'})"],
-        [2, f"error: seeds: [0, 1, 2, 3, 4, ...] is too long (100,000 items; the maximum is 1,000) (in {tmp_path / 'seeds.json'})"],
+        [2, f"error: seeds: [0, 1, 2, 3, 4, ...] is too long (10,000 items; the maximum is 1,000) (in {tmp_path / 'seeds.json'})"],
         [2, "error: --seeds: 1,001 seeds are too many (the maximum is 1,000): each trains one model a run"],
         [2, "error: TrainConfig: learning_rate: 10.0 is greater than the maximum of 1"],
         [2, "error: TrainConfig: head_learning_rate: 1e-30 is less than the minimum of 1e-10"],
