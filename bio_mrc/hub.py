@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -110,16 +111,52 @@ def cached_folder(name_or_path: str | Path, revision: str | None = None) -> Path
     """The folder :func:`local_folder` would give, where it is at hand without a download: the folder itself, or a hub
     id's snapshot at ``revision`` already in the Hugging Face cache; else None (nothing is fetched, nothing raised; a
     folder with a revision too is None, which the loader refuses)."""
-    from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     path = Path(os.path.expanduser(name_or_path))
     if path.exists() or broken_link(path) or not is_hub_id(str(name_or_path)):
         return path if path.exists() and revision is None else None
     try:
-        return Path(snapshot_download(str(name_or_path), revision=revision, local_files_only=True))
-    except (LocalEntryNotFoundError, OSError, ValueError):
+        return cached_snapshot(str(name_or_path), revision)
+    except (LocalEntryNotFoundError, ModelFormatError, OSError, ValueError):
         return None
+
+
+def cached_snapshot(repo_id: str, revision: str | None = None, **fetch: object) -> Path:
+    """The snapshot of ``repo_id`` at ``revision`` in the Hugging Face cache, as huggingface_hub finds it (a ref or a
+    full commit hash), or the one cached snapshot whose commit begins with ``revision``, a short hash; the cache alone
+    is read (``fetch``: huggingface_hub's ``cache_dir``, ``token``). Raises ``LocalEntryNotFoundError`` where the cache
+    lacks it, :class:`ModelFormatError` for a short hash of several cached commits."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, revision=revision, local_files_only=True, **fetch))
+    except LocalEntryNotFoundError:
+        commits = short_hash_commits(repo_id, revision, fetch.get("cache_dir"))
+        if len(commits) > 1:
+            raise ModelFormatError(f"revision {revision!r} begins {len(commits)} commits in the Hugging Face cache "
+                                   f"({', '.join(commits)}): give more of its hash", repo_id) from None
+        if not commits:
+            raise
+    return Path(snapshot_download(repo_id, revision=commits[0], local_files_only=True, **fetch))
+
+
+SHORT_HASH = re.compile(r"[0-9a-f]{4,39}")  # git's shortest abbreviation, up to a full commit hash's 40 digits
+
+
+def short_hash_commits(repo_id: str, revision: str | None, cache_dir: object = None) -> list[str]:
+    """The commits of ``repo_id``'s cached snapshots that ``revision`` begins, where it has the form of a short commit
+    hash and no ref of the cache has its name (a branch or tag named like one is the ref's)."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    if revision is None or not SHORT_HASH.fullmatch(revision):
+        return []
+    repo = Path(str(cache_dir or constants.HF_HUB_CACHE)) / repo_folder_name(repo_id=repo_id, repo_type="model")
+    if (repo / "refs" / revision).exists() or not (repo / "snapshots").is_dir():
+        return []
+    return sorted(folder.name for folder in (repo / "snapshots").iterdir() if folder.name.startswith(revision) and folder.is_dir())
 
 
 @contextlib.contextmanager
@@ -133,6 +170,23 @@ def named_as_given(name: str | Path | None, folder: str | Path) -> Iterator[None
         if name is None or str(name) == snapshot or not is_hub_id(str(name)) or err.source != snapshot:
             raise
         raise ModelFormatError(err.marked_problem, f"{name}, cached as {snapshot}") from None
+
+
+def snapshot_commit(repo_id: str | Path | None, folder: str | Path | None) -> str | None:
+    """The commit of ``folder`` where it is a snapshot of hub id ``repo_id`` in a Hugging Face cache
+    (``models--ORG--NAME/snapshots/COMMIT``); None for a local folder, which has none."""
+    if not repo_id or not folder or not is_hub_id(str(repo_id)):
+        return None
+    folder = Path(folder)
+    repo = "models--" + str(repo_id).replace("/", "--")
+    return folder.name if folder.parent.name == "snapshots" and folder.parent.parent.name == repo else None
+
+
+def shown_model_name(name: str | Path | None, folder: str | Path) -> str:
+    """A model's name as answers and pages show it: a hub id's with the short hash of the snapshot read
+    (``org/name@1a2b3c4``, a revision that reads it again), a local folder's own name."""
+    commit = snapshot_commit(name, folder)
+    return f"{name}@{commit[:7]}" if commit else Path(folder).name
 
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network
@@ -155,7 +209,7 @@ def hub_snapshot(repo_id: str, what: str = "model folder", revision: str | None 
     # only those given, so huggingface_hub's own defaults hold otherwise
     fetch = {name: value for name, value in (("token", token), ("cache_dir", cache_dir)) if value is not None}
     try:
-        return Path(snapshot_download(repo_id, revision=revision, local_files_only=True, **fetch))
+        return cached_snapshot(repo_id, revision, **fetch)
     except LocalEntryNotFoundError:
         if constants.HF_HUB_OFFLINE or local_files_only:
             variable = offline_variable()
@@ -187,4 +241,5 @@ def hub_failure(err: BaseException) -> str:
     return f"{type(err).__name__}: {reason}"
 
 
-__all__ = ["cached_folder", "checked_local_path", "folder_at_hand", "hub_failure", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]
+__all__ = ["cached_folder", "cached_snapshot", "checked_local_path", "folder_at_hand", "hub_failure", "hub_snapshot", "is_hub_id",
+           "local_folder", "named_as_given", "shown_model_name", "snapshot_commit"]

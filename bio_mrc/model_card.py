@@ -27,6 +27,7 @@ from . import registry
 from .errors import InputWarning
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
+from .hub import snapshot_commit
 from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
 from .markdown_code import code_span as _code
 from .model import RUN_FILE, BioMrcConfig
@@ -323,6 +324,7 @@ def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping 
     """The whole card: YAML front matter, then what the model is (``export``: the record of the ONNX export the folder
     holds), its training, scores, tuned settings, usage. Local absolute paths in the records are shown by their last
     two parts (:func:`public`)."""
+    at = _at_revision(record)  # from the snapshot's whole path, which public() shortens
     config, record, evaluation, export = copy.deepcopy(model_config(config)), public(record), public(evaluation), public(export)
     config.tuned_on = public(config.tuned_on)
     metadata = card_metadata(config, record, evaluation, name, export)
@@ -330,8 +332,8 @@ def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping 
         f"# {_heading(name)}",
         f"{CARD_MARKER} made from config.json, {RUN_RECORD_FILE} and {EVAL_FILE}, and remade when they change; "
         "remove this line to keep edits -->",
-        _model_section(config, record) + _export_words(export),
-        _training_section(record, evaluation, config),
+        _model_section(config, record, at) + _export_words(export),
+        _training_section(record, evaluation, config, at),
         _evaluation_section(evaluation, record),
         _tuned_section(config),
         _usage_section(config, name),
@@ -407,8 +409,8 @@ def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
     return "\n".join(lines + ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows])
 
 
-def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
-    """What the model is: heads, decodings, tag level, windows, encoder."""
+def _model_section(config: BioMrcConfig, record: Mapping | None, at: str = "") -> str:
+    """What the model is: heads, decodings, tag level, windows, encoder (``at``: :func:`_at_revision`'s words)."""
     heads = config.heads
     names = [name for name in heads.split("+") if name in registry.HEADS]
     parts = {name: registry.head(name).description for name in names}
@@ -417,7 +419,6 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     encoder = public(_encoder_name(config, record))
     train = (record or {}).get("train") or {}
     init_from = public(train.get("init_from"))  # its encoder trained, not the record's
-    at = _at_revision(record)  # base_model holds the id alone
     tag_level = config.tag_level
     rows = [
         ("heads", f"`{heads}`"),
@@ -445,10 +446,16 @@ _WORD_UNITS = {"punctuation": "the tokenizer's words, a piece of punctuation alo
 
 
 def _at_revision(record: Mapping | None) -> str:
-    """`` at revision `dev` `` for a model trained or converted from a hub id at a revision; empty otherwise."""
+    """`` at revision `dev`, commit `1a2b…` `` for a model trained or converted from a hub id (the commit of the
+    snapshot read, which a branch or tag moves on from; the revision where one was given); empty otherwise."""
     record = record or {}
-    revision = ((record.get("train") or {}).get("revision") or (_conversion(record) or {}).get("revision"))
-    return f" at revision {_code(revision)}" if revision else ""
+    train, converted = record.get("train") or {}, _conversion(record) or {}
+    revision = train.get("revision") or converted.get("revision")
+    name, snapshot = ((train.get("init_from") or train.get("encoder"), record.get("encoder_path")) if train
+                      else (converted.get("model"), converted.get("snapshot")))
+    commit = snapshot_commit(name, snapshot) if isinstance(name, str) and isinstance(snapshot, str) else None
+    said = [f"revision {_code(revision)}"] * bool(revision) + [f"commit {_code(commit)}"] * bool(commit)
+    return " at " + ", ".join(said) if said else ""
 
 
 def _conversion(record: Mapping | None) -> Mapping | None:
@@ -511,14 +518,14 @@ def _loss_words(record: Mapping) -> str:
     return f"final training loss {loss:.4f}" + (" (the mean of its last sitting's steps)" if record.get("resumed_from") else "")
 
 
-def _training_section(record: Mapping | None, evaluation: Mapping | None, config: BioMrcConfig) -> str:
+def _training_section(record: Mapping | None, evaluation: Mapping | None, config: BioMrcConfig, at: str = "") -> str:
     """How the model was trained: the data and the full training configuration (the run record's, with the
     defaults the model resolved as its config holds them)."""
     if not record:
         return f"## Training\n\nNo run record ({RUN_RECORD_FILE}): how this model was trained is not recorded."
     if converted := _conversion(record):
         return (f"## Training\n\nConverted by `bio-mrc convert` from transformers' {_code(converted.get('architecture'))} "
-                f"{_code(converted.get('model'))}{_at_revision(record)}: its encoder, and its start/end layer as the span "
+                f"{_code(converted.get('model'))}{at}: its encoder, and its start/end layer as the span "
                 "head. How that model was trained is not recorded.")
     trained_on = (evaluation or {}).get("trained_on")
     resumed = f", resumed from {_code(record['resumed_from'])}" if record.get("resumed_from") else ""

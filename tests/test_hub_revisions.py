@@ -129,14 +129,14 @@ def test_train_reads_and_records_the_revision_of_init_from_or_the_encoder(versio
     assert record["train"]["revision"] == "dev" and record["train"]["init_from"] == "org/versions"
     assert record["encoder_path"] == str(versions["dev"])
     card = (out / "README.md").read_text()
-    assert "| encoder | that of `org/versions` at revision `dev` |" in card and "base_model: org/versions" in card
+    assert f"| encoder | that of `org/versions` at revision `dev`, commit `{DEV}` |" in card and "base_model: org/versions" in card
     assert TrainConfig.from_record(record["train"]).revision == "dev"
     out = tmp_path / "from-encoder"
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "org/tiny-bert",
                  "--revision", "dev", "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
     record = json.loads((out / "bio_mrc_run.json").read_text())
     assert record["train"]["revision"] == "dev" and record["encoder_path"].endswith("models--org--tiny-bert/snapshots/0123abcd")
-    assert "| encoder | `org/tiny-bert` at revision `dev` |" in (out / "README.md").read_text()
+    assert "| encoder | `org/tiny-bert` at revision `dev`, commit `0123abcd` |" in (out / "README.md").read_text()
     assert resolve_encoder("org/tiny-bert", "dev") == record["encoder_path"]
 
 
@@ -158,14 +158,14 @@ def test_convert_records_the_revision_it_read(versions, tmp_path, capsys):
     assert (printed["source"], printed["revision"], printed["architecture"]) == ("org/qa", "dev", "BertForQuestionAnswering")
     write_model_card(out)  # remade from the folder's records, as tune remakes it
     card = (out / "README.md").read_text()
-    assert "| encoder | `org/qa` at revision `dev` |" in card and "base_model: org/qa" in card
-    assert ("Converted by `bio-mrc convert` from transformers' `BertForQuestionAnswering` `org/qa` at revision `dev`: its "
-            "encoder, and its start/end layer as the span head.") in card
+    assert "| encoder | `org/qa` at revision `dev`, commit `0123abcd` |" in card and "base_model: org/qa" in card
+    assert ("Converted by `bio-mrc convert` from transformers' `BertForQuestionAnswering` `org/qa` at revision `dev`, commit "
+            "`0123abcd`: its encoder, and its start/end layer as the span head.") in card
     assert TrainedModel.load(out).decodings == ["span"]
     assert main(["convert", "--model", "org/qa", "--output", str(out), "--overwrite"]) == 0
     assert json.loads((out / "bio_mrc_run.json").read_text())["converted_from"]["revision"] is None
     assert json.loads(capsys.readouterr().out)["revision"] is None
-    assert "| encoder | `org/qa` |" in (out / "README.md").read_text()
+    assert "| encoder | `org/qa` at commit `0123abcd` |" in (out / "README.md").read_text()
 
 
 def every_door(model: str, revision: str, tmp_path, capsys) -> set[str]:

@@ -256,7 +256,7 @@ def test_a_qa_model_by_hub_id_answers_and_converts_from_the_cache_offline(traine
     assert by_id.answer == AnswerExtractor.from_pretrained(str(trained_qa_dir))(example.question, example.context).answer
     assert main(["convert", "--model", "org/bert-qa", "--output", str(tmp_path / "converted")]) == 0
     card = (tmp_path / "converted" / "README.md").read_text()
-    assert "| encoder | `org/bert-qa` |" in card and json.loads(capsys.readouterr().out)["source"] == "org/bert-qa"
+    assert "| encoder | `org/bert-qa` at commit `0123abcd` |" in card and json.loads(capsys.readouterr().out)["source"] == "org/bert-qa"
     assert "base_model: org/bert-qa" in card  # the hub's model tree links the converted model to its source
 
 

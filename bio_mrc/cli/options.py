@@ -136,8 +136,8 @@ def count_option(text: str, least: int = 1) -> int:
 
 
 MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
-REVISION_HELP = ("the branch, tag or commit hash of --model's hub id to read (default: its default branch); refused "
-                 "with a local folder")
+REVISION_HELP = ("the branch, tag or commit hash (a short one where the cache holds its commit) of --model's hub id to read "
+                 "(default: its default branch); refused with a local folder")
 
 
 AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"

@@ -109,7 +109,7 @@ def extraction_page(extractor: "AnswerExtractor", question: str, context: str) -
     decodings = extractor.trained.decodings
     predictions = dict(zip(decodings, extractor.predict_each(outputs, examples, decodings, multi_span=False)))
     model = model_browser_data(outputs, examples, predictions)
-    name = Path(extractor.trained.path).name or "model"
+    name = extractor.trained.shown_name or "model"
     cells = [BrowserCell(name, None, d, [p.answer for p in predictions[d]], model.span_offsets[k], 0,
                          confidence=[p.confidence or 0.0 for p in predictions[d]],
                          probability=None if predictions[d][0].probability is None else [p.probability for p in predictions[d]])

@@ -24,7 +24,7 @@ from ..model_defaults import HEADS
 from ..model_folder import (BACKENDS, WEIGHT_FILES, check_model_dir, check_model_folder, check_pytorch_folder,  # noqa: F401 (by name)
                             check_window_frame, model_backend, warn_export_beside_weights)
 from ..model import WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..hub import cached_folder, check_name_given, local_folder, named_as_given
+from ..hub import cached_folder, check_name_given, local_folder, named_as_given, shown_model_name
 from ..io import READ_TRIES, files_state, read_in_one_state
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_onnx_device, check_precision, forward_precision, resolve_device  # noqa: F401 (by name)
@@ -67,7 +67,8 @@ class TrainedModel:
         there is one, else the CPU); one this machine lacks raises :class:`ConfigError`, as does a GPU asked of an ONNX
         model, which runs on ONNX Runtime's CPU provider (``cpu`` or ``auto``). ``decodings``: those the caller
         will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load.
-        ``revision``: a hub id's branch, tag or commit hash (None: its default branch); given with a local folder, refused."""
+        ``revision``: a hub id's branch, tag or commit hash, or a short hash of a cached commit (None: its default branch);
+        given with a local folder, refused."""
         check_load_arguments(model_dir, backend, decodings)
         check_name_given(model_dir)  # "" would be the current folder
         name = str(model_dir)
@@ -142,6 +143,12 @@ class TrainedModel:
             device = str(getattr(self.model, "device", "?"))
         return (f"{self.name or self.path!r}, backend={self.backend!r}, decodings={self.decodings}, device={device!r}, "
                 f"precision={self.precision!r}")
+
+    @property
+    def shown_name(self) -> str:
+        """The model's name in answers and pages: a hub id's with the commit of its snapshot (``org/name@1a2b3c4``), a
+        folder's own name."""
+        return shown_model_name(self.name, self.path)
 
     @property
     def backend(self) -> str:

@@ -19,7 +19,6 @@ import dataclasses
 import difflib
 import html
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -75,9 +74,10 @@ _REFUSALS = {status: {"model": ErrorResponse, "description": description} for st
 
 
 def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, name: str | None = None) -> FastAPI:
-    """The application answering with ``extractor``'s model; ``name`` defaults to the model folder's name."""
+    """The application answering with ``extractor``'s model; ``name`` defaults to the model's (its folder's, or its hub
+    id's with the commit read)."""
     config = config or ServeConfig()
-    name = name or Path(extractor.trained.path).name or "model"
+    name = name or extractor.trained.shown_name or "model"
     AnswerRequest = answer_request_model(config)
     scheduler = AnswerScheduler(extractor, config)
     card = card_summary(extractor.trained.path, extractor.trained.model.config) if extractor.trained.path else {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import argument
+from ..hub import snapshot_commit
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
 from .config import ServeConfig
@@ -46,6 +47,8 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
     app = guarded(application, config)
     at = f" at revision {revision}" if revision is not None else ""
+    if commit := snapshot_commit(model_dir, extractor.trained.path):  # the snapshot a moving branch or tag gave
+        at += f" (commit {commit})"
     print(printable_line(f"serving {model_dir}{at} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
     gc.collect()
     gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them

@@ -34,6 +34,7 @@ class ResumeError(BioMrcError, ValueError):
 # In the checkpoints' options record: the digest of the init_from model's weights and tokenizer as the run began, which
 # a resumed run starts from again (its decoding settings, tokenizer and earlier stages), so one retrained in place is refused.
 INIT_FROM_DIGEST = "init_from_digest"
+INIT_FROM_COMMIT = "init_from_commit"  # the commit of a hub id's snapshot, which a branch or tag moves on from
 CHECKPOINT_DIGESTS = "bio_mrc_checksums.json"  # in each checkpoint-N: the SHA-256 of each of its files as saved
 
 
@@ -231,8 +232,19 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
     # a record written before the digest was kept has none: its run resumes as it did
     if INIT_FROM_DIGEST in saved and saved[INIT_FROM_DIGEST] != run_options.get(INIT_FROM_DIGEST):
         raise ResumeError(f"cannot resume from {checkpoint}: the model it continues ({new.get('init_from')}) changed since "
-                          f"the run began (its weights or tokenizer differ); train from it into a new folder, or delete "
-                          f"{folder} to start over")
+                          f"the run began (its weights or tokenizer differ){_commits_words(saved, run_options)}; train from "
+                          f"it into a new folder, or delete {folder} to start over")
+
+
+def _commits_words(saved: dict[str, Any], run_options: dict[str, Any]) -> str:
+    """``: the hub id's default branch now reads commit B, the run began from commit A`` where the run continues a hub
+    id whose revision now reads another commit; empty otherwise."""
+    then, now = saved.get(INIT_FROM_COMMIT), run_options.get(INIT_FROM_COMMIT)
+    if not isinstance(then, str) or not now or then == now:
+        return ""
+    revision = run_options["train"].get("revision")
+    ref = "default branch" if revision is None else f"revision {json_value(revision)}"
+    return f": the hub id's {ref} now reads commit {now}, the run began from commit {then}"
 
 
 def checkpoint_word_units(checkpoint: Path) -> str:
@@ -282,6 +294,6 @@ def remove_checkpoints(folder: Path, ours: bool) -> None:
             owned_path(folder, folder.parent).rmdir()
 
 
-__all__ = ["CHECKPOINT_DIGESTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "INIT_FROM_DIGEST", "TRAIN_CONFIG_FILE",
+__all__ = ["CHECKPOINT_DIGESTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "INIT_FROM_COMMIT", "INIT_FROM_DIGEST", "TRAIN_CONFIG_FILE",
            "CheckpointDigests", "ResumeError", "TrainingClock", "record_checkpoint_digests", "checkpoint_step", "checkpoint_to_resume",
            "remove_checkpoints", "scan_checkpoints", "seconds_trained"]

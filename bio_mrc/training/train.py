@@ -20,14 +20,14 @@ from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError, a_type, argument
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_folder_target, check_outputs_apart, home_expanded, writes_named
-from ..hub import local_folder
+from ..hub import local_folder, snapshot_commit
 from ..model import non_finite_weights
 from ..progress import progress_bars
 from ..question_fingerprint import fingerprint
 from ..types import Example, content_hash
 from .checkpoints import (
-    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, INIT_FROM_DIGEST, CheckpointDigests, ResumeError, TrainingClock, check_resumable,
-    checkpoint_step, checkpoint_to_resume, checkpoint_word_units, remove_checkpoints, scan_checkpoints,
+    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, INIT_FROM_COMMIT, INIT_FROM_DIGEST, CheckpointDigests, ResumeError, TrainingClock,
+    check_resumable, checkpoint_step, checkpoint_to_resume, checkpoint_word_units, remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
 from .output_folder import training_alone
@@ -163,7 +163,10 @@ def _run_options(examples: Sequence[Example], config: TrainConfig) -> dict[str, 
     of the ``init_from`` model it continues (a path names the folder, not the weights in it)."""
     options = {"train": config.to_dict(), "questions": content_hash(examples)}
     if config.init_from:
-        options[INIT_FROM_DIGEST] = starting_point_digest(local_folder(config.init_from, revision=config.revision))
+        folder = local_folder(config.init_from, revision=config.revision)
+        options[INIT_FROM_DIGEST] = starting_point_digest(folder)
+        if commit := snapshot_commit(config.init_from, folder):
+            options[INIT_FROM_COMMIT] = commit
     return options
 
 
