@@ -5,7 +5,8 @@ switch for their bars; :func:`progress_bars` sets both for the duration of a
 call and restores what the caller had, so a quiet library call never changes
 the settings of the program that made it, nor do calls made from several threads at once. :func:`window_bars` are
 the bars of answering questions, one a stage over a whole list however many chunks it is run in; a
-:func:`question_bar` counts the questions a stage decodes, in passes, a chunk at a time.
+:func:`question_bar` counts the questions a stage decodes, in passes, a chunk at a time; a :func:`resample_bar` counts
+the bootstrap resamples a stage draws, a chunk of them at a time.
 """
 
 from __future__ import annotations
@@ -169,6 +170,59 @@ def questions_done(questions: int) -> None:
     """``questions`` more are decoded: the open question bar advances (none open: nothing)."""
     if (bar := _QUESTION_BAR.get()) is not None:
         bar.update(questions)
+
+
+# The resample bar open in this context: the bootstrap's chunk loops (bio_mrc.metrics.stats) advance it unhanded.
+_RESAMPLE_BAR: ContextVar[PlannedBar | None] = ContextVar("bio_mrc_resample_bar", default=None)
+
+
+@dataclass
+class PlannedBar:
+    """A bar drawn once the first work is planned, with that work as its total (never a bare ``0resample`` line);
+    work planned later joins the total."""
+
+    description: str
+    unit: str
+    shown: bool
+    bar: tqdm | None = None
+
+    def plan(self, count: int) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=count, desc=self.description, unit=self.unit, disable=not self.shown)
+        else:
+            self.bar.total += count
+            self.bar.refresh()
+
+    def done(self, count: int) -> None:
+        if self.bar is not None:
+            self.bar.update(count)
+
+
+@contextmanager
+def resample_bar(description: str, shown: bool) -> Iterator[None]:
+    """One bar over the bootstrap resamples drawn inside the block, on standard error where ``shown`` (library calls
+    stay quiet): each stage adds the resamples it will draw (:func:`resamples_planned`) before it draws them, and each
+    chunk drawn advances it (:func:`resamples_done`)."""
+    planned = PlannedBar(description, "resample", shown)
+    token = _RESAMPLE_BAR.set(planned)
+    try:
+        yield
+    finally:
+        _RESAMPLE_BAR.reset(token)
+        if planned.bar is not None:
+            planned.bar.close()
+
+
+def resamples_planned(resamples: int) -> None:
+    """A stage will draw ``resamples`` more resamples: they join the open resample bar's total (none open: nothing)."""
+    if (planned := _RESAMPLE_BAR.get()) is not None:
+        planned.plan(resamples)
+
+
+def resamples_done(resamples: int) -> None:
+    """``resamples`` more are drawn: the open resample bar advances (none open: nothing)."""
+    if (planned := _RESAMPLE_BAR.get()) is not None:
+        planned.done(resamples)
 
 
 def stage_bar(items: Iterable[Item], description: str, unit: str, shown: bool) -> Iterator[Item]:

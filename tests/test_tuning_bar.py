@@ -9,10 +9,12 @@ from bio_mrc import registry
 from bio_mrc.cli import main
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.inference import tuning, tuning_chunks
+from bio_mrc.inference.tuning import LENGTH_PRIOR_GRID
 
 from .conftest import untrained_model_folder
 from .test_tuning_chunks import random_outputs
 
+GRID = len(LENGTH_PRIOR_GRID)  # the prior decodes its questions once per value
 # Six questions, four with an answer: SQuAD 2.0 questions tune a no-answer threshold per decoding.
 PARAGRAPHS = [("it was written by ada lovelace in 1843.", [("q0", "who wrote it?", "ada lovelace"),
                                                           ("q1", "when was it?", "1843"),
@@ -48,7 +50,7 @@ def test_tune_shows_one_decoding_bar_over_every_pass(model_dir, tmp_path, monkey
     assert main(["tune", "--model", str(model_dir), "--data", str(v2_file(tmp_path / "v2.json")), "--output-dir",
                  str(tmp_path / "tuned"), "--min-calibration-questions", "6", "--precision", "fp32", "--device", "cpu"]) == 0
     # the prior on the 4 answered questions, then for each of span, bio and joint a threshold and a calibrator on all 6
-    assert decoding_bars(shown_bars) == [("decoding", 4 + 3 * 6 + 3 * 6, 40, "question")]
+    assert decoding_bars(shown_bars) == [("decoding", 4 * GRID + 3 * 6 + 3 * 6, 4 * GRID + 36, "question")]
     out, err = capsys.readouterr()
     assert "decoding: 100%" in err
     assert "%|" not in out and "\r" not in out  # standard output holds the report alone
@@ -56,8 +58,8 @@ def test_tune_shows_one_decoding_bar_over_every_pass(model_dir, tmp_path, monkey
 
 
 @pytest.mark.parametrize("task, planned", [
-    (registry.squad_task("2.0"), 9 + 3 * 11 + 3 * 11),  # prior on 9 answered questions; thresholds; calibrators
-    (registry.task_for("multispanqa", False), 9 + 3 * 11),  # prior; the span-count step's pass per decoding
+    (registry.squad_task("2.0"), 9 * GRID + 3 * 11 + 3 * 11),  # prior on 9 answered questions; thresholds; calibrators
+    (registry.task_for("multispanqa", False), 9 * GRID + 3 * 11),  # prior; the span-count step's pass per decoding
 ], ids=lambda value: getattr(value, "name", str(value)))
 def test_tuning_in_chunks_counts_each_pass_in_one_bar(monkeypatch, shown_bars, task, planned):
     outputs, examples = random_outputs(11)  # questions 3 and 7 have no answer
@@ -95,9 +97,11 @@ def test_compare_shows_its_tuning_and_scoring_bars(tiny_encoder_dir, tmp_path, s
     assert main(["compare", "--config", str(comparison_config(tiny_encoder_dir, tmp_path)), "--data-dir", str(tmp_path),
                  "--output-dir", str(tmp_path / "out")]) == 0
     assert [bar for bar in shown_bars if bar[0] in ("decoding", "scoring")] == [
-        ("decoding", 4 + 3 * 4, 16, "question"), ("scoring", 3, 3, "decoding")]  # span, bio and joint scored
+        ("decoding", 4 * GRID + 3 * 4, 4 * GRID + 12, "question"), ("scoring", 3, 3, "decoding")]  # span, bio and joint scored
+    [statistics] = [bar for bar in shown_bars if bar[0] == "statistics"]  # the report's bootstraps, every resample planned
+    assert statistics[1] == statistics[2] > 0 and statistics[3] == "resample"
     out, err = capsys.readouterr()
-    assert "decoding: 100%" in err and "scoring: 100%" in err and "%|" not in out
+    assert "decoding: 100%" in err and "scoring: 100%" in err and "statistics: 100%" in err and "%|" not in out
 
 
 @pytest.mark.slow  # trains a model of its own

@@ -98,7 +98,7 @@ def _evaluate_against_baseline(args: argparse.Namespace) -> int:
     with _unknown_ids_as_warning_lines(flags):
         result = compare_predictions(data, args.predictions, args.baseline, task=data_task(args, data), limit=args.limit,
                                      only_predicted=args.only_predicted, strict=args.strict, name=args.data,
-                                     n_resamples=args.resamples or BOOTSTRAP_RESAMPLES, note=note)
+                                     n_resamples=args.resamples or BOOTSTRAP_RESAMPLES, progress=True, note=note)
     _warn_missing(result.new, args.predictions)
     _warn_missing(result.baseline, args.baseline)
     record = result.to_dict(args.predictions, args.baseline)

@@ -37,7 +37,7 @@ from ..model import BioMrcConfig
 from ..plurals import counted
 from ..precision import resolve_device, resolve_precision
 from ..precision_probe import MatrixShapes
-from ..progress import stage_bar
+from ..progress import resample_bar, stage_bar
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
 from .comparison_folder import HARNESS_FOLDERS, REPORT_FILES, REPORT_SET, check_comparison_folder, mark_comparison_folder
@@ -442,7 +442,8 @@ def compare(
     if registry.task(results.eval["task"]).groups is not None:  # the breakdowns by length, in the model's tokens
         tokenizer = load_tokenizer(_tokenizer_source(results.cells, config))
         answer_tokens, context_tokens = token_counts(results.eval_examples, tokenizer)
-    summary = write_report(results, output_dir, answer_tokens, context_tokens)
+    with resample_bar("statistics", progress):  # the bootstraps of every contrast, interval and breakdown
+        summary = write_report(results, output_dir, answer_tokens, context_tokens)
     return results, summary
 
 

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..plurals import counted
+from ..progress import resamples_done, resamples_planned
 from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, as_scores
 
 __all__ = ["QUESTION_WORDS", "SMALL_GROUP", "bin_labels", "breakdown", "group_order", "length_bins", "question_word"]
@@ -92,7 +93,8 @@ def breakdown(
     percentile bootstrap of the group's mean over its questions (the same draws for every decoding).
 
     ``groups`` holds one label per question. Groups appear in ``order`` when
-    given (labels absent from ``groups`` are skipped), else :func:`group_order`.
+    given (labels absent from ``groups`` are skipped), else :func:`group_order`. The resamples join the open resample
+    bar (:func:`bio_mrc.progress.resample_bar`), a group at a time.
     """
     g = np.asarray(groups).astype(str)
     if g.ndim != 1:
@@ -109,6 +111,7 @@ def breakdown(
             raise ValueError(f"scores[{name!r}] has {counted(arrays[name].shape[0], 'value')} for {counted(g.shape[0], 'group')}")
     out: dict[str, dict[str, dict]] = {name: {} for name in arrays}
     rng = np.random.default_rng(seed)
+    resamples_planned(len(ordered) * n_resamples)
     for label in ordered:
         members = np.flatnonzero(g == label)
         draws = members[rng.integers(0, members.size, size=(n_resamples, members.size), dtype=np.int32)]
@@ -116,4 +119,5 @@ def breakdown(
             low, high = np.percentile(arr[draws].mean(axis=1), [2.5, 97.5])
             out[name][label] = {"n": int(members.size), "mean": float(arr[members].mean()),
                                 "ci_low": float(low), "ci_high": float(high)}
+        resamples_done(n_resamples)
     return out

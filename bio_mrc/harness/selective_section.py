@@ -15,6 +15,7 @@ from ..metrics.selective import (
     TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
     subsample_curve,
 )
+from ..progress import resamples_planned
 from .cell_key import CellKey
 from .results import Cell
 from .selective_records import AurcContrast, ConfidenceMeasures, RiskCoverageCurve, SelectiveSummary
@@ -79,18 +80,22 @@ def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, k
     return AurcContrast(a=a, b=b, confidence=kind, seeds=[cell.seed for cell in shared], **result.to_dict())
 
 
+def _shared(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey) -> bool:
+    """Whether cells ``a`` and ``b`` share a seed: only then has their AURC a paired bootstrap."""
+    return bool({cell.seed for cell in grouped[a]} & {cell.seed for cell in grouped[b]})
+
+
 def selective_summary(grouped: dict[CellKey, list[Cell]], pairs: Sequence[tuple[CellKey, CellKey]]) -> SelectiveSummary | None:
     """Each cell's numbers and the AURC contrasts of ``pairs``; None without per-question confidences
-    (MultiSpanQA, or cells cached before they were stored)."""
+    (MultiSpanQA, or cells cached before they were stored). The resamples join the open resample bar
+    (:func:`bio_mrc.progress.resample_bar`)."""
     with_data = {key: cells for key, cells in grouped.items() if all(cell.selective is not None for cell in cells)}
     if not with_data:
         return None
-    contrasts = []
-    for a, b in pairs:
-        for kind in KINDS:
-            if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind):
-                contrast = _aurc_contrast(with_data, a, b, kind)
-                contrasts += [contrast] if contrast else []
+    asked = [(a, b, kind) for a, b in pairs for kind in KINDS
+             if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind) and _shared(with_data, a, b)]
+    resamples_planned(len(asked) * BOOTSTRAP_RESAMPLES)
+    contrasts = [contrast for a, b, kind in asked if (contrast := _aurc_contrast(with_data, a, b, kind))]
     return SelectiveSummary({key: _cell_summary(cells) for key, cells in with_data.items()}, contrasts)
 
 

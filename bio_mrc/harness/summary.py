@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import registry
 from ..metrics.multispan_official import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
+from ..progress import resamples_planned
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
@@ -120,6 +121,7 @@ def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], abstain: np.ndarra
     """SQuAD 2.0's trivial reader, "always abstain" (``abstain``: its F1 on each question, :func:`bio_mrc.metrics.task_scores.abstain_f1`), on
     the same questions, and each cell's paired difference from it (over seeds × questions with several seeds)."""
     cells = {}
+    resamples_planned(len(f1_by_seed) * BOOTSTRAP_RESAMPLES)
     for key, f1 in f1_by_seed.items():
         baseline = np.broadcast_to(abstain, f1.shape)
         result = (two_level_bootstrap(f1, baseline, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED) if len(f1) > 1
@@ -171,7 +173,8 @@ def statistics(
     ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared); ``seeds`` names each
     row's training seed (default: row index); ``answers`` each cell's answers per seed (rows as ``per_question``) as the
     task compares them (:meth:`~bio_mrc.registry.TaskEntry.answer_key`), equal where two cells agree. Two cells pair by the seeds they share (the same model for
-    decodings of one run) and by question; cells with no seed in common compare their seed means."""
+    decodings of one run) and by question; cells with no seed in common compare their seed means. The resamples join
+    the open resample bar (:func:`bio_mrc.progress.resample_bar`)."""
     seeds = seeds or {key: list(range(len(values))) for key, values in per_question.items()}
     by_label = {str(key): key for key in per_question}  # the configuration names cells by label
     baseline, pairs = resolve_contrasts(list(by_label), config.get("baseline"), config.get("contrasts", []))
@@ -182,7 +185,9 @@ def statistics(
             cache[a, b] = _compare(per_question, answers, seeds, a, b, ratio)
         return cache[a, b]
 
-    contrasts = [compared(by_label[a], by_label[b]) for a, b in pairs]
+    keys = [(by_label[a], by_label[b]) for a, b in pairs]
+    resamples_planned((len(set(keys) | set(itertools.combinations(per_question, 2))) + len(per_question)) * BOOTSTRAP_RESAMPLES)
+    contrasts = [compared(a, b) for a, b in keys]
     adjusted = holm([c.p_value for c in contrasts])
     contrasts = [replace(c, p_holm=float(p), significant_holm=bool(p < FAMILY_ALPHA)) for c, p in zip(contrasts, adjusted)]
     seed_sets = {tuple(s) for s in seeds.values()}

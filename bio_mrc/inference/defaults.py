@@ -10,6 +10,9 @@ DEFAULT_CHUNK_SIZE = 1000
 # chunk past it runs in slices of its questions, each slice's windows and logits let go before the next is cut. SQuAD's
 # chunks (about 4,000 estimated) run whole; a question over a 4.8M-character context (25,000) is a slice alone.
 SLICE_WINDOWS = 16_384
+# Questions of a slice decoded at once by ``bio-mrc predict``, its questions bar advanced after each block: the bar moves
+# while a chunk is decoded, and a block is large enough that decoding it costs what decoding the slice whole does.
+DECODE_BLOCK_QUESTIONS = 100
 
 # Fewest tuning questions ``bio-mrc tune`` fits a calibrator on (--min-calibration-questions lowers it): about 100
 # answers are what a three-parameter fit needs for its ECE to mean something (on 20, every answer may be wrong).
@@ -21,5 +24,5 @@ FEWEST_CALIBRATION_QUESTIONS = 2
 # follows the questions drawn: even 1,000 SQuAD questions leave the length prior a grid step of noise (RESULTS.md).
 FEW_TUNING_QUESTIONS = 100
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "SLICE_WINDOWS", "FEW_TUNING_QUESTIONS", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE",
+__all__ = ["DEFAULT_CHUNK_SIZE", "DECODE_BLOCK_QUESTIONS", "SLICE_WINDOWS", "FEW_TUNING_QUESTIONS", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE",
            "MIN_CALIBRATION_QUESTIONS", "FEWEST_CALIBRATION_QUESTIONS"]

@@ -16,7 +16,7 @@ from ..errors import ConfigError, argument
 from ..io import home_expanded
 from ..metrics.paired_scores import PairedScores, paired_scores
 from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from ..progress import progress_note
+from ..progress import progress_note, resample_bar
 from .evaluation import Evaluation, check_prediction_files, scored_evaluation
 
 CALL = "compare_predictions"
@@ -59,7 +59,8 @@ def compare_predictions(
     """Score ``predictions`` and ``baseline`` (two files in one layout, answering the same questions) on the labelled
     questions ``data`` as :func:`~.evaluation.evaluate_predictions` scores one, and the paired difference
     ``predictions`` − ``baseline`` of each metric: a percentile bootstrap over questions (95%; ``n_resamples``
-    resamples from ``seed``, a comparison's defaults). Problems with the pair are refused before anything is scored."""
+    resamples from ``seed``, a comparison's defaults). Problems with the pair are refused before anything is scored.
+    ``progress``: a note of a subset scored, and a bar of the resamples drawn, on standard error."""
     _check_arguments(data, predictions, baseline, task, limit, n_resamples)
     check_prediction_pair(predictions, baseline)
     if not isinstance(data, SquadFile):
@@ -71,8 +72,9 @@ def compare_predictions(
     options = dict(task=task, limit=limit, only_predicted=only_predicted, strict=strict, name=name, note=note or said)
     new = scored_evaluation(data, predictions, **options)
     old = scored_evaluation(data, baseline, **{**options, "note": lambda scored: None})  # the same subset, said once
-    paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed, na_probs=new.na_probs,
-                           baseline_na_probs=old.na_probs)
+    with resample_bar("bootstrap", progress):
+        paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed, na_probs=new.na_probs,
+                               baseline_na_probs=old.na_probs)
     named = {_official_name(metric, new.metrics): result for metric, result in paired.differences.items()}
     return PairedEvaluation(new, old, replace(paired, differences=named), n_resamples, seed)
 

@@ -25,9 +25,10 @@ from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TextIO
 
+import numpy as np
 from tqdm.auto import tqdm
 
-from ..decoding.postprocess import DecodeConfig, with_saved_settings
+from ..decoding.postprocess import DecodeConfig, question_outputs, with_saved_settings
 from ..arguments import (checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument,
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
@@ -45,7 +46,7 @@ from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
 from .files import (DecodingFiles, answer_record, answer_record_problem, answers_claimed, answers_stream_path, claimed_before,
                     prediction_outputs, run_record_path, write_files_from_stream)
-from .defaults import DEFAULT_CHUNK_SIZE
+from .defaults import DECODE_BLOCK_QUESTIONS, DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
 from .long_questions import warn_long_questions
 from .sharding import Shard, SINGLE_PROCESS
@@ -187,7 +188,7 @@ def stream_there(stream: Path) -> bool:
 
 def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:
     """The answer lines of one chunk of questions: for each question, one per decoding. Inside a
-    :func:`~bio_mrc.progress.stream_bars` block, its question bar advances as each slice is answered and its window bars
+    :func:`~bio_mrc.progress.stream_bars` block, its question bar advances as each block of a slice is decoded and its window bars
     count the windows run."""
     if not chunk:
         return []
@@ -200,16 +201,24 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     for asked in window_slices(chunk, trained.features):  # one slice's windows held at a time
         for rows, predictions in zip(decoded, _slice_answers(extractor, asked, plan, alone, bars)):
             rows += predictions
-        questions_done(len(asked))
     return [printable_json(answer_record(predictions[row], decoding, plan.multi_span)) + "\n"
             for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
 
 
 def _slice_answers(extractor: AnswerExtractor, asked: Sequence[Example], plan: StreamPlan, alone: ContextsAlone,
                    bars: WindowBars | None) -> list[list]:
-    """One slice of a chunk run and decoded with each of the plan's decodings; its windows go when this returns."""
+    """One slice of a chunk run, then decoded with each of the plan's decodings :data:`DECODE_BLOCK_QUESTIONS` questions
+    at a time (a question's answer reads its own windows alone), each block advancing the open question bar; its
+    windows go when this returns."""
     outputs = extractor.trained.windows(asked, batch_size=plan.batch_size, progress=False, bars=bars, alone=alone)
-    return extractor.predict_each(outputs, asked, plan.decodings)
+    answers: list[list] = [[] for _ in plan.decodings]
+    for begin in range(0, len(asked), DECODE_BLOCK_QUESTIONS):
+        block = np.arange(begin, min(begin + DECODE_BLOCK_QUESTIONS, len(asked)))
+        windows = outputs if len(block) == len(asked) else question_outputs(outputs, block)
+        for rows, predictions in zip(answers, extractor.predict_each(windows, asked[begin : block[-1] + 1], plan.decodings)):
+            rows += predictions
+        questions_done(len(block))
+    return answers
 
 
 def chunked(items: Iterable, size: int) -> Iterator[list]:
@@ -238,7 +247,7 @@ def stream_answers(
                 if index < done_chunks:
                     _check_answered(chunk, done[index * plan.chunk_size : (index + 1) * plan.chunk_size])
                 sink.write("".join(lines))
-                if index != own or index < done_chunks:  # this rank's own chunk counted itself, a slice at a time
+                if index != own or index < done_chunks:  # this rank's own chunk counted itself, a block at a time
                     questions_done(len(chunk))
             sink.flush()
     if seen < done_chunks:

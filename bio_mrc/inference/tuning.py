@@ -24,7 +24,7 @@ from ..model_card import remove_generated_card, write_model_card
 from ..model_folder import NOT_FITTED
 from ..types import Example, Prediction, content_hash
 from ..plurals import counted
-from ..progress import question_bar, questions_planned
+from ..progress import question_bar, questions_done, questions_planned
 from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
@@ -155,7 +155,8 @@ def tune_bio_length_prior(
     corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
     Windows are merged once, a chunk of questions at a time (:func:`~bio_mrc.inference.tuning_chunks.each_chunk`),
     questions of like length together (:class:`~bio_mrc.decoding.postprocess.GroupedTags`), and every β decodes the
-    merged arrays; only each question's score per β is kept. ``task`` (None: SQuAD v1.1) says how:
+    merged arrays; only each question's score per β is kept, and each β decoded advances the open question bar
+    (:func:`bio_mrc.progress.question_bar`) by the chunk's questions. ``task`` (None: SQuAD v1.1) says how:
     a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
     answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
     ``data_sets``: see :func:`~bio_mrc.inference.tuning_chunks.columns_statistic`.
@@ -165,10 +166,11 @@ def tune_bio_length_prior(
     rows = _answerable_rows(examples)
     options = [task.decode_config(replace(config, bio_length_prior=float(prior))) for prior in grid]
     parts: list[list[dict]] = [[] for _ in grid]  # per β, each chunk's per-question columns
-    for part_outputs, part in each_chunk(outputs, examples, rows):
+    for part_outputs, part in each_chunk(outputs, examples, rows, counted=False):
         merged = GroupedTags.of(part_outputs, len(part), tagged.merged_tags)
         for columns, chosen in zip(parts, options):
             columns.append(score_columns(task, part, merged.decode(tagged.decode_merged, part, chosen)))
+            questions_done(len(part))  # each β is a pass over the chunk's questions
     ids = [examples[i].id for i in rows.tolist()]
     statistic = np.array([columns_statistic(task, ids, joined_columns(columns), data_sets) for columns in parts])
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
@@ -318,11 +320,12 @@ def _planned_questions(
     examples: Sequence[Example], decodings: Sequence[str], tune_prior: bool, tune_thresholds: bool, calibrate: bool,
 ) -> int:
     """The questions :func:`tune_settings` decodes, a pass at a time, besides those of the task's own steps (each
-    plans its own): the prior's answerable ones, and every one per decoding for its threshold and its calibrator."""
+    plans its own): the prior's answerable ones once per value of its grid, and every one per decoding for its threshold
+    and its calibrator."""
     passes = int(tune_thresholds and _untunable_thresholds(examples) is None)
     passes += int(calibrate and len(examples) >= FEWEST_CALIBRATION_QUESTIONS)
     answerable = sum(1 for example in examples if example.answers) if tune_prior else 0
-    return answerable + passes * len(decodings) * len(examples)
+    return answerable * len(LENGTH_PRIOR_GRID) + passes * len(decodings) * len(examples)
 
 
 def prior_report(prior: float, statistic: np.ndarray, questions: int) -> dict[str, Any]:

@@ -21,20 +21,21 @@ TUNING_CHUNK_QUESTIONS = DEFAULT_CHUNK_SIZE
 
 
 def each_chunk(
-    outputs: WindowOutputs, examples: Sequence[Example], questions: np.ndarray | None = None,
+    outputs: WindowOutputs, examples: Sequence[Example], questions: np.ndarray | None = None, counted: bool = True,
 ) -> Iterator[tuple[WindowOutputs, list[Example]]]:
     """The windows and examples of ``questions`` (indices in increasing order; None: every question),
-    :data:`TUNING_CHUNK_QUESTIONS` at a time, each chunk's questions renumbered from 0. A chunk the caller is done
-    with advances the open question bar (:func:`bio_mrc.progress.question_bar`) by its questions."""
+    :data:`TUNING_CHUNK_QUESTIONS` at a time, each chunk's questions renumbered from 0. Where ``counted``, a chunk the
+    caller is done with advances the open question bar (:func:`bio_mrc.progress.question_bar`) by its questions; else
+    the caller counts its own passes over each chunk."""
     chosen = np.arange(len(examples), dtype=np.int64) if questions is None else np.asarray(questions, dtype=np.int64)
     if len(chosen) == len(examples) <= TUNING_CHUNK_QUESTIONS:  # one chunk of them all: no copy of the windows
         yield outputs, list(examples)
-        questions_done(len(examples))
+        questions_done(len(examples) if counted else 0)
         return
     for begin in range(0, len(chosen), TUNING_CHUNK_QUESTIONS):
         part = chosen[begin : begin + TUNING_CHUNK_QUESTIONS]
         yield question_outputs(outputs, part), [examples[i] for i in part.tolist()]
-        questions_done(len(part))
+        questions_done(len(part) if counted else 0)
 
 
 def joined_columns(parts: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import registry
 from ..errors import ConfigError
+from ..progress import resamples_planned
 from ..types import Prediction
 from .multispan_official import f1_from_count_sums
 from .squad_official import NO_ANSWER_THRESHOLD
@@ -43,7 +44,8 @@ def paired_scores(
     """``answers`` against ``baseline`` (each ``{id: answer}`` as the task scores it; a question left out is answered
     with nothing) on every question of ``gold``: the resamples draw the same question indices for every metric.
     ``na_probs`` and ``baseline_na_probs``: each side's no-answer probabilities, if any; a question whose probability
-    is above the official default threshold abstains, as in that side's official ``exact`` and ``f1``."""
+    is above the official default threshold abstains, as in that side's official ``exact`` and ``f1``. The resamples
+    join the open resample bar (:func:`bio_mrc.progress.resample_bar`; none open: nothing)."""
     ids = list(gold)
     answers, baseline = _abstaining(task, answers, na_probs), _abstaining(task, baseline, baseline_na_probs)
     new, old = _columns(task, gold, answers, ids, na_probs), _columns(task, gold, baseline, ids, baseline_na_probs)
@@ -57,14 +59,16 @@ def paired_scores(
 
 def _per_question_differences(task: registry.TaskEntry, new: Columns, old: Columns, n_resamples: int, seed: int) -> Paired:
     """A mean over questions (SQuAD's F1): each metric's paired bootstrap, and each question's step in the statistic."""
-    differences = {metric: paired_bootstrap(new[metric], old[metric], n_resamples, seed=seed)
-                   for metric in task.metrics if metric in new}
+    metrics = [metric for metric in task.metrics if metric in new]
+    resamples_planned(len(metrics) * n_resamples)
+    differences = {metric: paired_bootstrap(new[metric], old[metric], n_resamples, seed=seed) for metric in metrics}
     return differences, np.asarray(new[task.statistic], dtype=np.float64) - np.asarray(old[task.statistic], dtype=np.float64)
 
 
 def _span_count_differences(task: registry.TaskEntry, new: Columns, old: Columns, n_resamples: int, seed: int) -> Paired:
     """A ratio of summed span counts (MultiSpanQA's EM F1): each metric's bootstrap of the ratio, and each question's
     step in its own EM F1."""
+    resamples_planned(len(task.data_set_metrics) * n_resamples)
     differences = {metric: paired_bootstrap_ratio(new["counts"], old["counts"], _count_f1(metric), n_resamples, seed=seed)
                    for metric in task.data_set_metrics}
     return differences, f1_from_count_sums(new["counts"]) - f1_from_count_sums(old["counts"])

@@ -37,6 +37,9 @@ __all__ = [
 
 #: Resample index matrices larger than this many elements are drawn in row chunks.
 DEFAULT_MAX_CHUNK_ELEMENTS = 20_000_000
+# Resamples drawn at once, whatever the elements allow: a bar of the resamples moves a chunk at a time, and a chunk's
+# arrays stay small (the draws are the same in any chunks).
+RESAMPLES_A_CHUNK = 100
 
 # A resampled difference that is 0 in exact arithmetic can come out of float summation as ±1e-17 (0.1 + 0.5 - 0.6):
 # within this share of the scores' scale (at least 1) it is a tie, which counts on both sides of the p-value.
@@ -99,8 +102,8 @@ def paired_bootstrap(
     Indices are ``floor(u * n)`` with ``u`` uniform doubles from
     ``np.random.default_rng(seed)``; each double consumes exactly one draw of the
     bit stream, so drawing the ``(n_resamples, n)`` matrix in row chunks (done
-    when ``n_resamples * n > max_chunk_elements``) gives bit-identical results
-    to drawing it at once.
+    when ``n_resamples * n > max_chunk_elements``, and at most ``RESAMPLES_A_CHUNK`` rows at a time) gives
+    bit-identical results to drawing it at once.
     """
     a = as_scores(scores_a, "scores_a")
     b = as_scores(scores_b, "scores_b")
@@ -159,14 +162,19 @@ def _check_pair(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: floa
 
 
 def _resample_indices(n: int, n_resamples: int, seed: int, max_chunk_elements: int):
-    """``(row slice, (k, n) question indices)`` chunks of the resample matrix, in order."""
+    """``(row slice, (k, n) question indices)`` chunks of the resample matrix, in order, at most
+    :data:`RESAMPLES_A_CHUNK` rows each; each chunk the caller is done with advances the open resample bar
+    (:func:`bio_mrc.progress.resample_bar`; none open: nothing)."""
+    from ..progress import resamples_done  # tqdm loads with the first bootstrap, not with the statistics
+
     rng = np.random.default_rng(seed)
-    rows = max(1, min(n_resamples, max_chunk_elements // n))
+    rows = max(1, min(n_resamples, max_chunk_elements // n, RESAMPLES_A_CHUNK))
     for start in range(0, n_resamples, rows):  # loop over chunks only
         k = min(rows, n_resamples - start)
         idx = (rng.random((k, n)) * n).astype(np.intp)
         np.minimum(idx, n - 1, out=idx)  # guard against u * n rounding up to n
         yield slice(start, start + k), idx
+        resamples_done(k)
 
 
 def _percentiles(resampled: np.ndarray, confidence: float) -> tuple[float, float]:
