@@ -1,5 +1,7 @@
 """The heads on someone else's encoder: forward, loss and backward with no bio_mrc model around them."""
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -130,3 +132,35 @@ def test_losses_compile_into_one_graph_on_the_cpu():
     torch._dynamo.reset()
     compiled = torch.compile(step, backend="eager", fullgraph=True)
     assert torch.allclose(compiled(*arguments), step(*arguments))
+
+
+def test_heads_pickle_load_their_state_and_run_on_the_meta_device():
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 7, 4)
+    tags, tag_mask, starts, ends = labels(2, 7)
+    for head in (BIOHead(4, class_weights=(2.0, 2.0, 1.0)), SpanHead(4)):
+        head(hidden)  # the class weights' cached tensor travels too
+        again = pickle.loads(pickle.dumps(head))
+        fresh = type(head)(4, class_weights=(2.0, 2.0, 1.0)) if isinstance(head, BIOHead) else SpanHead(4)
+        fresh.load_state_dict(head.state_dict())
+        for other in (again, fresh):
+            assert all(torch.equal(a, b) for a, b in zip(torch.atleast_1d(other(hidden)), torch.atleast_1d(head(hidden))))
+    bio, span = BIOHead(4).to("meta"), SpanHead(4).to("meta")
+    states = hidden.to("meta")
+    assert bio.loss(bio(states), tags.to("meta"), tag_mask.to("meta")).shape == ()
+    assert span.loss(span(states), starts.to("meta"), ends.to("meta"), torch.ones(2, 7, device="meta")).shape == ()
+
+
+def test_a_batch_with_every_position_masked_adds_zero_with_finite_gradients():
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 7, 4, requires_grad=True)
+    tags, _, _, _ = labels(2, 7)
+    none = torch.zeros(2, 7, dtype=torch.long)
+    no_label = torch.full((2,), -100)
+    for reduction in BIOHead.reductions:
+        bio = BIOHead(4, reduction=reduction)
+        loss = bio.loss(bio(hidden), tags, none)
+        assert loss.item() == 0 and torch.isfinite(torch.autograd.grad(loss, hidden)[0]).all()
+    span = SpanHead(4)
+    loss = span.loss(span(hidden), no_label, no_label, none)
+    assert loss.item() == 0 and torch.isfinite(torch.autograd.grad(loss, hidden)[0]).all()
