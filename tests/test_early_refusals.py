@@ -509,3 +509,66 @@ def test_a_hub_id_not_in_the_cache_is_refused_offline_by_the_loaders_in_the_same
         with pytest.raises(ModelFormatError) as refusal:
             load()
         assert f"error: {refusal.value}" == offline_line(tmp_path, what)
+
+
+# Encoder configs each refused by a check of config.json alone (no transformers' table): the value and the words said.
+ENCODER_BREAKS = {
+    "is_encoder_decoder": (True, "is_encoder_decoder is true: a sequence-to-sequence model (bert), not an encoder; "
+                                 "bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)"),
+    "is_decoder": (True, "is_decoder is true: the encoder would read each token with only the tokens before it (causal "
+                         "attention); bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...) "
+                         "(set it to false where the encoder was trained as one)"),
+    "add_cross_attention": (True, "add_cross_attention must be false (cross-attention reads a decoder's other stack, which "
+                                  "an encoder has none of), got true"),
+    "num_attention_heads": (3, "hidden_size 16 is not a multiple of num_attention_heads 3"),
+}
+
+
+def test_an_encoder_config_that_reads_one_way_or_splits_no_heads_is_refused_before_torch_loads(tmp_path):
+    """An encoder config that is a decoder's or a sequence-to-sequence model's, has cross-attention, or a hidden size no
+    multiple of its heads was refused once torch and transformers had loaded, in a model folder, an encoder folder and
+    transformers' QA model folder."""
+    data, new, out = str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "out")
+    argvs, expected = [], []
+    for key, (value, said) in ENCODER_BREAKS.items():
+        model = saved_model_files(tmp_path / f"model-{key}")
+        config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+        config["encoder"].update({"hidden_size": 16, "num_attention_heads": 2, key: value})
+        (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        encoder = roberta_style_encoder(tmp_path / f"encoder-{key}")
+        config = {**json.loads((encoder / "config.json").read_text(encoding="utf-8")), "model_type": "bert", key: value}
+        (encoder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        qa = qa_model_files(tmp_path / f"qa-{key}", "vocab.txt")
+        (qa / "config.json").write_text(json.dumps({**json.loads((qa / "config.json").read_text(encoding="utf-8")), key: value}),
+                                        encoding="utf-8")
+        (qa / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # a header of no tensors
+        argvs += [["predict", "--model", str(model), "--data", data, "--output", str(tmp_path / "preds.json")],
+                  ["train", "--train", data, "--output-dir", new, "--init-from", str(model)],
+                  ["train", "--train", data, "--output-dir", new, "--encoder", str(encoder)],
+                  ["convert", "--model", str(qa), "--output", out]]
+        expected += [[2, f"error: config.json: encoder.{said} (in {model})"]] * 2 + [
+            [2, f"error: config.json: {said} (in {folder})"] for folder in (encoder, qa)]
+    result = refused(argvs, tmp_path)
+    assert result["lines"] == expected
+    assert result["heavy"] == []
+    assert not Path(new).exists() and not Path(out).exists()
+
+
+def test_an_encoders_broken_shard_index_is_refused_before_torch_loads(tmp_path):
+    """An encoder's pickled weights index that is no JSON object, has no weight map, or names a shard outside the folder
+    or one that is missing was refused once torch had loaded, though none of it reads a tensor."""
+    indexes = {"list": [], "no-map": {"metadata": {}}, "outside": {"weight_map": {"w": "../elsewhere.bin"}},
+               "missing": {"weight_map": {"w": "pytorch_model-00001-of-00002.bin"}}}
+    data, new, argvs, encoders = str(SAMPLE_V1), str(tmp_path / "new"), [], {}
+    for name, index in indexes.items():
+        encoders[name] = encoder = roberta_style_encoder(tmp_path / name)
+        (encoder / "model.safetensors").unlink()
+        (encoder / "pytorch_model.bin.index.json").write_text(json.dumps(index), encoding="utf-8")
+        argvs.append(["train", "--train", data, "--output-dir", new, "--encoder", str(encoder)])
+    result = refused(argvs, tmp_path)
+    said = {"list": "expected a JSON object, got list", "no-map": "has no 'weight_map' of tensor names to shard files",
+            "outside": 'names a shard outside the folder: "../elsewhere.bin"',
+            "missing": 'names a shard that is missing: "pytorch_model-00001-of-00002.bin"'}
+    assert result["lines"] == [[2, f"error: pytorch_model.bin.index.json: {said[name]} (in {encoders[name]})"] for name in indexes]
+    assert result["heavy"] == []
+    assert not Path(new).exists()

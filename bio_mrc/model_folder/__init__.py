@@ -47,11 +47,13 @@ from .config_reading import (
 from .records import check_records, checked_record
 from .weights import (
     DTYPE_BYTES, FLOAT_DTYPES, MAX_SAFETENSORS_HEADER, MAX_WEIGHT_MAGNITUDE, Shape, built_on_meta,
-    check_floating_weights, check_weights_fit, check_weights_present, expected_shapes, safetensors_shapes, weight_shapes
+    check_floating_weights, check_weights_fit, check_weights_present, expected_shapes, pickled_weight_files,
+    safetensors_shapes, weight_shapes
 )
 from .encoder_checks import (
     BIDIRECTIONAL_CAUSAL_LM_TYPES, BIDIRECTIONAL_ONLY, DTYPES, ENCODER_RATES, SIZE_LIMITS, check_bidirectional,
-    check_encoder_classes, check_model_type_named, check_plain_sizes, check_reads_both_ways, check_sizes, decoder_only
+    check_encoder_classes, check_model_type_named, check_plain_direction, check_plain_sizes, check_reads_both_ways,
+    check_sizes, decoder_only
 )
 from .settings_checks import (
     MAX_SETTING, NOT_FITTED, TAG_LEVELS, TUNED_ON_FIELDS, WINDOW_FIELDS, WINDOW_MINIMUMS, UnusedSettingWarning,
@@ -84,11 +86,12 @@ __all__ = [
     "WINDOW_MINIMUMS", "built_on_meta", "check_bidirectional", "check_convertible", "check_encoder_classes",
     "check_encoder_files", "check_encoder_folder", "check_exportable", "check_file_kinds", "check_floating_weights",
     "check_head_settings", "check_loadable", "check_model_dir", "check_model_files", "check_model_folder",
-    "check_model_type_named", "check_onnx", "check_plain_sizes", "check_pytorch_folder", "check_qa_files",
-    "check_reads_both_ways", "check_records", "check_settings", "check_sizes", "check_tokenizer", "check_weights_fit",
-    "check_weights_present", "check_window_frame", "checked_record", "decoder_only", "expected_shapes", "fail",
-    "foreign_model", "is_finite_number", "is_model_temporary", "is_plain_int", "model_backend", "non_finite_as",
-    "not_a_file", "qa_architecture", "qa_model_architecture", "read_config", "read_json_object",
-    "remove_model_temporaries", "remove_replaced_model_files", "safetensors_shapes", "saved_config", "special_float",
-    "special_floats", "transformers_float", "warn_export_beside_weights", "weight_shapes", "written_format_problem"
+    "check_model_type_named", "check_onnx", "check_plain_direction", "check_plain_sizes", "check_pytorch_folder",
+    "check_qa_files", "check_reads_both_ways", "check_records", "check_settings", "check_sizes", "check_tokenizer",
+    "check_weights_fit", "check_weights_present", "check_window_frame", "checked_record", "decoder_only",
+    "expected_shapes", "fail", "foreign_model", "is_finite_number", "is_model_temporary", "is_plain_int",
+    "model_backend", "non_finite_as", "not_a_file", "pickled_weight_files", "qa_architecture", "qa_model_architecture",
+    "read_config", "read_json_object", "remove_model_temporaries", "remove_replaced_model_files", "safetensors_shapes",
+    "saved_config", "special_float", "special_floats", "transformers_float", "warn_export_beside_weights", "weight_shapes",
+    "written_format_problem"
 ]

@@ -51,9 +51,20 @@ BIDIRECTIONAL_ONLY = "bio_mrc reads the tokens of a bidirectional encoder (BERT,
 
 
 def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
-    """The encoder's config is no decoder's (``is_decoder``: causal attention, each token reading only those before it)
-    nor an encoder-decoder model's (T5, BART: a model of two stacks, whose forward pass needs decoder inputs), nor that
-    of a decoder-only language model (:func:`decoder_only`), which a model saved before training refused them holds."""
+    """The encoder's config says it reads both ways (:func:`check_plain_direction`), and is no decoder-only language
+    model's (:func:`decoder_only`), which a model saved before training refused them holds."""
+    check_plain_direction(encoder, folder, where)
+    model_type = encoder.get("model_type")
+    if where:  # a model's encoder; an encoder folder's own unknown model_type is named when it loads
+        _check_known_model_type(model_type, folder, where)
+    if isinstance(model_type, str) and decoder_only(model_type):
+        raise _decoder_only_model(folder, model_type, _base_model_name(model_type), where)
+
+
+def check_plain_direction(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
+    """What :func:`check_reads_both_ways` checks without transformers' tables: the config is no decoder's
+    (``is_decoder``: causal attention, each token reading only those before it) nor an encoder-decoder model's (T5,
+    BART: a model of two stacks, whose forward pass needs decoder inputs), and has no cross-attention."""
     if encoder.get("is_encoder_decoder"):
         raise fail(folder, "config.json", f"{where}is_encoder_decoder is true: a sequence-to-sequence model "
                                           f"({encoder.get('model_type')}), not an encoder; {BIDIRECTIONAL_ONLY}")
@@ -67,10 +78,6 @@ def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str =
     model_type = encoder.get("model_type")
     if model_type is not None and not isinstance(model_type, str):  # transformers looks it up as a key of its tables
         raise fail(folder, "config.json", f"{where}model_type must be a string (\"bert\"), got {json_value(model_type)}")
-    if where:  # a model's encoder; an encoder folder's own unknown model_type is named when it loads
-        _check_known_model_type(model_type, folder, where)
-    if isinstance(model_type, str) and decoder_only(model_type):
-        raise _decoder_only_model(folder, model_type, _base_model_name(model_type), where)
 
 
 def _check_known_model_type(model_type: str | None, folder: Path, where: str) -> None:
@@ -156,7 +163,8 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
 
 
 def check_plain_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder.") -> dict[str, Any]:
-    """What :func:`check_sizes` checks without transformers' classes: the sizes, rates, dtypes and padding id."""
+    """What :func:`check_sizes` checks without transformers' classes: the sizes, rates, dtypes, padding id, and heads
+    that divide the hidden size where the config gives both (one left out takes its class's default, read there)."""
     encoder = config["encoder"]
     for name, limit in SIZE_LIMITS.items():
         if name not in encoder and (name != "vocab_size" or not where):  # a model's tokenizer is checked against it
@@ -173,16 +181,20 @@ def check_plain_sizes(config: Mapping[str, Any], folder: Path, where: str = "enc
         if settings.get("dtype") not in DTYPES:
             raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {json_value(settings['dtype'])}")
     _check_padding_id(encoder, folder, where)
+    _check_heads_divide(encoder, folder, where, class_defaults=False)
     return encoder
 
 
-def _check_heads_divide(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
+def _check_heads_divide(encoder: Mapping[str, Any], folder: Path, where: str, class_defaults: bool = True) -> None:
     """``hidden_size`` is a multiple of ``num_attention_heads``, either left out taking its class's default (BERT's
-    768 and 12): named here, as transformers names neither field nor that one fell to a default."""
+    768 and 12): named here, as transformers names neither field nor that one fell to a default. Without
+    ``class_defaults``, only a config giving both is checked: the defaults are read from transformers' config classes,
+    which import torch."""
     names = ("hidden_size", "num_attention_heads")
-    if not any(name in encoder for name in names):
+    both = all(name in encoder for name in names)
+    if not any(name in encoder for name in names) or (not class_defaults and not both):
         return
-    defaults = {} if all(name in encoder for name in names) else _config_defaults(encoder.get("model_type"))
+    defaults = {} if both else _config_defaults(encoder.get("model_type"))
     size, heads = (encoder.get(name, defaults.get(name)) for name in names)
     if not (is_plain_int(size) and is_plain_int(heads)) or size % heads == 0:
         return

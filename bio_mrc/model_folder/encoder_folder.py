@@ -8,10 +8,13 @@ from typing import Any, Mapping
 from ..errors import argument
 from ..plurals import counted, number_form
 from .config_reading import BIO_MRC_MODEL_TYPE, read_json_object, special_floats
-from .encoder_checks import _check_activation, _check_heads_divide, check_bidirectional, check_model_type_named, check_plain_sizes
+from .encoder_checks import (
+    _check_activation, _check_heads_divide, check_bidirectional, check_model_type_named, check_plain_direction,
+    check_plain_sizes
+)
 from .files import PICKLED_WEIGHTS, SAFETENSORS_FILE, SAFETENSORS_INDEX, TOKENIZER_FILE, TOKENIZER_JSON_FILES, check_file_kinds, fail
 from .tokenizer_checks import _check_token_ids, _read_tokenizer
-from .weights import _pickled_weight_shapes, weight_shapes
+from .weights import _pickled_weight_shapes, pickled_weight_files, weight_shapes
 
 
 # A tokenizer's vocabulary is read from one of these; without any, transformers builds a tokenizer of the special
@@ -39,10 +42,10 @@ def check_encoder_folder(folder: str | Path) -> None:
 
 def check_encoder_files(folder: str | Path) -> dict[str, Any]:
     """What :func:`check_encoder_folder` checks that needs neither torch nor transformers, so ``train`` refuses it at
-    once: a folder, a ``config.json`` object of an encoder (no trained bio_mrc model) naming its ``model_type``, its
-    sizes, weights (``model.safetensors`` or its shards, their headers read as a model's are; pickled weights present),
-    tokenizer files that parse, a tokenizer's vocabulary (:data:`VOCABULARY_FILES`) and ``tokenizer.json``'s ids within
-    ``vocab_size``. Returns the config."""
+    once: a folder, a ``config.json`` object of an encoder (no trained bio_mrc model) naming its ``model_type`` and
+    reading both ways, its sizes, weights (``model.safetensors`` or its shards, their headers read as a model's are;
+    pickled weights, or the shards their index names, present), tokenizer files that parse, a tokenizer's vocabulary
+    (:data:`VOCABULARY_FILES`) and ``tokenizer.json``'s ids within ``vocab_size``. Returns the config."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise fail(folder, None, "is a file, not an encoder's folder (its config.json, weights and tokenizer files)")
@@ -52,10 +55,13 @@ def check_encoder_files(folder: str | Path) -> dict[str, Any]:
         raise fail(folder, "config.json", f"a trained bio_mrc model, not an encoder: {argument('init_from')} continues "
                                           "it on its own encoder")
     check_model_type_named(config, folder, where="")
+    check_plain_direction(config, folder, where="")
     check_plain_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
         weight_shapes(folder)
-    elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):
+    elif any((folder / name).is_file() for name in PICKLED_WEIGHTS):
+        pickled_weight_files(folder)
+    else:
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
     for name in TOKENIZER_JSON_FILES:  # named here, not as the tokenizer's loading failing
         if (folder / name).is_file():

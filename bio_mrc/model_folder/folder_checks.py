@@ -11,7 +11,7 @@ from ..precision import check_onnx_device, forward_precision
 from ..run_folder import unfinished_run
 from .backends import check_pytorch_folder, model_backend
 from .config_reading import foreign_model, read_config, read_json_object, written_format_problem
-from .encoder_checks import check_encoder_classes, check_model_type_named, check_plain_sizes
+from .encoder_checks import check_encoder_classes, check_model_type_named, check_plain_direction, check_plain_sizes
 from .files import ONNX_FILE, TOKENIZER_FILE, WEIGHT_FILES, check_file_kinds, fail
 from .onnx_checks import check_onnx
 from .qa_files import check_qa_files, qa_architecture
@@ -41,12 +41,13 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
 def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool = False,
                       read: dict[str, Any] | None = None) -> dict[str, Any]:
     """What :func:`check_model_folder` checks that needs neither torch nor transformers, so a command refuses it at once:
-    the files' kinds, ``config.json`` (a bio_mrc model's, its encoder's type named, its sizes and settings), the records,
-    the weights' safetensors headers (not for ``onnx``) and the tokenizer files (``tokenizer.json`` where one is
-    ``tokenizer_required``). Returns the config."""
+    the files' kinds, ``config.json`` (a bio_mrc model's, its encoder's type named and reading both ways, its sizes and
+    settings), the records, the weights' safetensors headers (not for ``onnx``) and the tokenizer files
+    (``tokenizer.json`` where one is ``tokenizer_required``). Returns the config."""
     check_file_kinds(folder)
     config = read_config(folder, read)
     check_model_type_named(config["encoder"], folder)
+    check_plain_direction(config["encoder"], folder)
     encoder = check_plain_sizes(config, folder)
     check_settings(config, encoder, folder)
     check_records(folder)

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import ModelFormatError
 from ..transformers_registration import MODEL_TYPE
 from .config_reading import BIO_MRC_MODEL_TYPE, read_json_object, saved_config, special_floats
-from .encoder_checks import SIZE_LIMITS, check_model_type_named, check_plain_sizes
+from .encoder_checks import SIZE_LIMITS, check_model_type_named, check_plain_direction, check_plain_sizes
 from .files import check_file_kinds
 from .tokenizer_checks import check_tokenizer
 from .weights import check_weights_present, weight_shapes
@@ -44,11 +44,12 @@ QA_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model
 
 def check_qa_files(folder: Path) -> None:
     """A QA model folder holds the files a conversion reads, checked without torch: a ``config.json`` naming its
-    ``model_type`` with sizes in bounds, safetensors weights whose headers parse, and a tokenizer of its own whose files
-    parse (``tokenizer.json``'s ids within ``vocab_size``)."""
+    ``model_type`` with sizes in bounds and reading both ways, safetensors weights whose headers parse, and a tokenizer of
+    its own whose files parse (``tokenizer.json``'s ids within ``vocab_size``)."""
     config = special_floats(read_json_object(folder, "config.json"))
     check_model_type_named(config, folder, where="")
     check_plain_sizes({"encoder": config}, folder, where="")
+    check_plain_direction(config, folder, where="")
     check_weights_present(folder)
     if not any((folder / name).is_file() for name in QA_TOKENIZER_FILES):
         raise ModelFormatError(f"no tokenizer ({', '.join(QA_TOKENIZER_FILES)}): a QA model is read with its own", str(folder))

@@ -56,16 +56,24 @@ def check_weights_present(folder: Path) -> None:
 def _pickled_weight_shapes(folder: Path) -> tuple[str, dict[str, tuple[int, ...]]]:
     """(the file named in errors, every tensor's shape by name) of an encoder folder's pickled weights: the one file,
     or the shards of its index, each read as tensors only (:mod:`bio_mrc.pickled_weights`)."""
-    single, index = PICKLED_WEIGHTS
-    if (folder / single).is_file():
-        return single, pickled_shapes(folder, single)
-    shards = sorted(set(_index_weight_map(folder, index).values()))
-    if missing := [shard for shard in shards if not (folder / shard).is_file()]:
-        raise fail(folder, index, f"names a shard that is missing: {json_value(missing[0])}")
+    file, shards = pickled_weight_files(folder)
     shapes: dict[str, tuple[int, ...]] = {}
     for shard in shards:
         shapes.update(pickled_shapes(folder, shard))
-    return index, shapes
+    return file, shapes
+
+
+def pickled_weight_files(folder: Path) -> tuple[str, list[str]]:
+    """(the file named in errors, the files holding the tensors) of an encoder folder's pickled weights: the one file,
+    or the shards its index names, each there in the folder; read without torch, so ``train`` refuses a broken index
+    at once."""
+    single, index = PICKLED_WEIGHTS
+    if (folder / single).is_file():
+        return single, [single]
+    shards = sorted(set(_index_weight_map(folder, index).values()))
+    if missing := [shard for shard in shards if not (folder / shard).is_file()]:
+        raise fail(folder, index, f"names a shard that is missing: {json_value(missing[0])}")
+    return index, shards
 
 
 def _index_weight_map(folder: Path, index: str) -> dict[str, str]:
