@@ -452,6 +452,19 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     assert "## Against always abstaining (SQuAD 2.0)" in report and "F1 = EM = **50.00**" in report
 
 
+def test_the_same_results_give_the_same_report_files_byte_for_byte(tmp_path):
+    """Figures, Markdown, JSON and the page written twice from one comparison's results are the same bytes, so a
+    committed report changes only where its results do."""
+    results = synthetic_results(runs=("joint", "bio-only"), selective=True)
+    for name in ("a", "b"):
+        write_report(results, tmp_path / name, np.arange(200) % 7, 50 + np.arange(200))
+    files = sorted(path.name for path in (tmp_path / "a").iterdir())
+    assert {"report.md", "report.json", "report.html", "score_per_cell.png", "risk_coverage.png"} <= set(files)
+    assert files == sorted(path.name for path in (tmp_path / "b").iterdir())
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
 def test_a_report_names_the_machine_its_times_are_of_and_reads_it_back():
     from bio_mrc.harness.report import render_markdown
     from bio_mrc.harness.saved_report import SavedReport

@@ -508,6 +508,23 @@ def test_a_figure_is_laid_out_and_drawn_once_on_a_page_that_holds_all_of_it(kind
     assert _png_size(path) == (round(width * plots._DPI), round(height * plots._DPI))
 
 
+@pytest.mark.parametrize("kind", ["breakdown", "threshold", "risk-coverage", "learning curve"])
+def test_every_pixel_of_a_saved_figure_keeps_the_colour_it_was_drawn_in(kind, tmp_path, monkeypatch):
+    """The palette of 256 colours holds each anti-aliased edge near its own colour: a palette by median cut gave a rare
+    edge colour's pixels another hue (up to 76 levels off in a channel)."""
+    from PIL import Image
+
+    from bio_mrc.harness import plots
+
+    saved, save = [], plots._save
+    monkeypatch.setattr(plots, "_save", lambda figure, path: saved.append(figure) or save(figure, path))
+    path = _one_figure_of_each_kind()[kind](tmp_path / "figure.png")
+    drawn = np.asarray(saved[0].canvas.buffer_rgba())[..., :3].astype(int)
+    with Image.open(path) as image:
+        difference = np.abs(np.asarray(image.convert("RGB"), dtype=int) - drawn)
+    assert difference.max() <= 12 and difference.mean() < 0.5, (difference.max(), difference.mean())
+
+
 def test_plot_threshold_curve_writes_png(tmp_path):
     t = np.linspace(-5, 5, 41)
     f1 = 60 - (t - 1.0) ** 2
