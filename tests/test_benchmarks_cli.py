@@ -238,6 +238,8 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_tag_decoding.py", ["--long-repeats", "0"], "got [100000, 1000000, 5000000], 1000, 150, 3 and 0"),
     ("bench_documents_memory.py", ["--documents", "10", "0"], "--documents are at least 1 each"),
     ("bench_documents_memory.py", ["--top-k", "0"], "got [1000, 10000], 60 and 0"),
+    ("bench_bootstrap.py", ["--sizes", "10570", "1"], "--sizes are at least 2 each"),
+    ("bench_bootstrap.py", ["--repeats", "0"], "got [10570, 1000], 2000 and 0"),
 ])
 def test_sizes_variants_and_windows_are_checked_before_any_work(script, args, expected, empty_data: Path):
     """Before the model is trained or the data read: bench_predict_memory's sizes, the training benchmarks' variants
@@ -369,6 +371,30 @@ def test_bench_serve_shared_pool_is_one_httpx_client(monkeypatch):
     made, ports = bench_serve_clients(monkeypatch, shared_pool=True)
     assert made == 1 + 1
     assert 1 <= len(ports) <= 4
+
+
+def test_bootstrap_benchmark_draws_as_before_then_as_now(monkeypatch):
+    """The "one chunk" side draws as many resamples at once as the elements allow (20,000,000 // 10,570 = 1,892
+    rows), the package at most ``RESAMPLES_A_CHUNK`` (100); the same interval either way, and the package's
+    chunking restored after."""
+    from bio_mrc.metrics import stats
+
+    bench = load_benchmark("bench_bootstrap", monkeypatch)
+    a, b = bench.squad_like_scores(10_570, np.random.default_rng(0))
+    assert a.min() >= 0.0 and a.max() <= 1.0 and b.min() >= 0.0 and b.max() <= 1.0
+    calls = bench.sides(a, b, 2_000, 0)
+    (ours, _), ours_rows = bench.chunk_rows(calls["ours"])
+    (before, _), before_rows = bench.chunk_rows(calls["one chunk"])
+    assert ours_rows == [100] * 20 and before_rows == [1_892, 108]
+    assert before == ours and stats.RESAMPLES_A_CHUNK == 100
+
+
+def test_bootstrap_benchmarks_monte_carlo_bound_is_four_errors_of_two_endpoints(monkeypatch):
+    """Hand-computed: d of sd 1 over 4 questions (resampled mean's sd 1/2), 2,000 draws, the 2.5% endpoint:
+    sqrt(0.025 * 0.975 / 2000) / phi(1.959964) = 0.0034911 / 0.0584451 = 0.059734 sds; 4 * sqrt(2) of it, 0.33791."""
+    bench = load_benchmark("bench_bootstrap", monkeypatch)
+    d = np.array([1.0, -1.0, 1.0, -1.0])
+    assert bench.monte_carlo_bound(d, 2_000) == pytest.approx(0.33791 / 2, rel=1e-4)
 
 
 def test_the_bound_pads_batches_as_the_package_does_and_counts_every_product(monkeypatch, tiny_encoder_dir):
