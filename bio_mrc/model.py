@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ from transformers.utils import ModelOutput
 
 from . import model_defaults, registry
 from .encoders import as_data
-from .errors import ConfigError, ModelFormatError
+from .errors import ConfigError, InputNote, InputWarning, ModelFormatError
 from .model_defaults import MODEL_FORMAT  # noqa: F401 (the layout of a saved model folder; imported from here too)
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
-from .progress import progress_bars
+from .plurals import counted, number_form
+from .progress import progress_bars, transformers_quiet
 
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
@@ -143,6 +145,37 @@ def _declared_names() -> set[str]:
     return {*registry.head_outputs(), *(f"{name}_loss" for name in registry.HEADS)}
 
 
+class FreshHeadsNote(InputNote):
+    """A model loaded with a head its saved weights hold none of (``heads=``; ``bio-mrc train --init-from`` a model of
+    other heads): that head starts from fresh weights, as on a new encoder."""
+
+
+def note_fresh_heads(model: "BioMrcForQuestionAnswering", missing: Sequence[str], source: str) -> None:
+    """One :class:`FreshHeadsNote` naming the heads of ``model`` whose weights are among ``missing`` (the keys
+    transformers found no saved weights for), in the caller's line; nothing where none is."""
+    fresh = [name for name, entry in registry.HEADS.items() if name in model.heads
+             and any(key.startswith(f"{entry.attribute}.") for key in missing)]
+    if fresh:
+        heads, count = " and ".join(fresh), len(fresh)
+        warnings.warn(FreshHeadsNote(f"{source} has no {heads} {number_form(count, 'head')}: "
+                                     f"{number_form(count, 'it starts', 'they start')} from fresh weights"), stacklevel=3)
+
+
+class UnsavedEncoderWeightsWarning(InputWarning):
+    """An encoder checkpoint holds no saved values for some of its encoder's weights (a pooler aside, which the heads
+    never read): those start from random values."""
+
+
+def warn_unsaved_encoder_weights(missing: Sequence[str], source: str) -> None:
+    """One :class:`UnsavedEncoderWeightsWarning` naming the first few of ``missing`` that are not the pooler's."""
+    unsaved = sorted(key for key in missing if "pooler" not in key)
+    if unsaved:
+        more = f" and {len(unsaved) - 3} more" if len(unsaved) > 3 else ""
+        warnings.warn(UnsavedEncoderWeightsWarning(
+            f"encoder {source} holds no saved values for {counted(len(unsaved), 'weight')} ({', '.join(unsaved[:3])}{more}): "
+            f"{number_form(len(unsaved), 'it starts', 'they start')} from random values"), stacklevel=3)
+
+
 class BioMrcForQuestionAnswering(PreTrainedModel):
     """Encoder + heads (each registered head the config's ``heads`` names, under its entry's ``attribute``).
     ``forward`` computes each head's loss when its labels are given, weighted by its entry's ``loss_weight``.
@@ -209,9 +242,13 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
         dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
         ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``).
-        Quiet: transformers' bar of the encoder's weights stays hidden, and the caller's setting of it is kept."""
-        with as_data(encoder_name_or_path), progress_bars(False):  # a library call: no "Loading weights" bar
-            encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False)
+        Quiet: transformers' bar of the encoder's weights and its load report (a pretraining head left out, a pooler
+        the heads never read) stay hidden, and the caller's settings of them are kept; encoder weights the checkpoint
+        lacks are one :class:`UnsavedEncoderWeightsWarning`."""
+        with as_data(encoder_name_or_path), progress_bars(False), transformers_quiet():  # a library call
+            encoder, info = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False,
+                                                      output_loading_info=True)
+        warn_unsaved_encoder_weights(info["missing_keys"], str(encoder_name_or_path))
         set_encoder_dropout(encoder.config, **(encoder_dropout or {}))
         config = BioMrcConfig(encoder=encoder.config.to_dict(), **{"word_units": model_defaults.WORD_UNITS_NOW, **config_kwargs})
         model = cls(config)
@@ -227,22 +264,29 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         checks a local folder first (:func:`bio_mrc.model_folder.check_model_folder`: sizes, weights that fit the
         config, a tokenizer that fits the vocabulary) and refuses NaN or infinite weights, which would answer "" to every question without a word.
         ``checked``: the ``config.json`` that check returned where the caller has run it (with this class): the folder
-        is not checked again, and the config is built from it, not read again."""
+        is not checked again, and the config is built from it, not read again (weights lacking what it names are a folder
+        changed since, refused). transformers' load report stays hidden: a head asked for (``heads=``, a ``config``)
+        that the saved model has none of is one :class:`FreshHeadsNote`, and a saved head left out is what was asked."""
         folder = Path(str(pretrained_model_name_or_path))
         if folder.is_dir() and checked is None:  # a local folder is checked whole before anything is built (a hub id once fetched)
             check_model_folder(folder, cls, tokenizer_required=False)
         try:
             if checked is not None:  # built here: a config transformers refuses is named as when it reads the file
                 kwargs["config"] = cls.config_class.from_dict(dict(checked))
-            with as_data(pretrained_model_name_or_path):
-                model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+            asked_info = kwargs.pop("output_loading_info", False)
+            with as_data(pretrained_model_name_or_path), transformers_quiet():
+                model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs)
         except (RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
             if not folder.is_dir() or isinstance(err, ModelFormatError):
                 raise
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise ModelFormatError(f"transformers could not load it: {first[:300]}", str(folder)) from None
+        if checked is not None and info["missing_keys"]:  # checked to fit: another process changed the folder since
+            raise ModelFormatError(f"its saved weights lack {', '.join(sorted(info['missing_keys'])[:3])}, which they held "
+                                   "when checked: its files changed while they were read", str(folder))
         check_weight_values(model, str(pretrained_model_name_or_path))
-        return model
+        note_fresh_heads(model, info["missing_keys"], str(pretrained_model_name_or_path))
+        return (model, info) if asked_info else model
 
     @functools.cached_property
     def takes_token_types(self) -> bool:
@@ -443,5 +487,6 @@ def register_auto_classes() -> None:
 
 register_auto_classes()
 
-__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "encoder_dropout_names", "encoder_dropout_unset",
-           "forward_signature", "non_finite_weights", "register_auto_classes", "set_encoder_dropout"]
+__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "FreshHeadsNote", "UnsavedEncoderWeightsWarning",
+           "encoder_dropout_names", "encoder_dropout_unset", "forward_signature", "non_finite_weights", "register_auto_classes",
+           "set_encoder_dropout"]

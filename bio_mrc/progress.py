@@ -3,7 +3,8 @@
 transformers ("Loading weights") and datasets (``map``) keep a process-wide
 switch for their bars; :func:`progress_bars` sets both for the duration of a
 call and restores what the caller had, so a quiet library call never changes
-the settings of the program that made it, nor do calls made from several threads at once. :func:`window_bars` are
+the settings of the program that made it, nor do calls made from several threads at once; :func:`transformers_quiet`
+does the same for transformers' log (its load report of a model's weights). :func:`window_bars` are
 the bars of answering questions, one a stage over a whole list however many chunks it is run in; a
 :func:`question_bar` counts the questions a stage decodes, in passes, a chunk at a time; a :func:`resample_bar` counts
 the bootstrap resamples a stage draws, a chunk of them at a time.
@@ -63,6 +64,30 @@ def _switches() -> tuple:
 def _set(states: list[bool]) -> None:
     for switch, state in zip(_switches(), states):
         switch.enable_progress_bar() if state else switch.disable_progress_bar()
+
+
+# transformers' verbosity is the process's too: quiet blocks open in several threads (models loaded at once) are
+# counted, and the level the first found is restored by the last to end.
+_QUIET = threading.Lock()
+_QUIET_FOUND: list[int] = []  # per open block, the level the first of them found
+
+
+@contextmanager
+def transformers_quiet() -> Iterator[None]:
+    """transformers' warnings off inside the block (its load report of weights missing or left over, which the package
+    checks or says in its own words), its level restored after the last open block ends."""
+    from transformers.utils import logging
+
+    with _QUIET:
+        _QUIET_FOUND.append(_QUIET_FOUND[0] if _QUIET_FOUND else logging.get_verbosity())
+        logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        with _QUIET:
+            found = _QUIET_FOUND.pop()
+            if not _QUIET_FOUND:
+                logging.set_verbosity(found)
 
 
 def progress_note(shown: bool, message: str) -> None:

@@ -10,10 +10,8 @@ answers with it through the span decoding: n-best, a maximum answer length, seve
 from __future__ import annotations
 
 import copy
-import threading
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -27,6 +25,7 @@ from .model_defaults import QA_WINDOWS, qa_windows, window_positions, windows_th
 from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_model_type_named,
                            check_qa_files, check_sizes,
                            check_weights_fit, expected_shapes, qa_architecture, read_json_object, saved_config, weight_shapes)
+from .progress import transformers_quiet
 
 QA_LAYER = "qa_outputs"
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -77,7 +76,7 @@ def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windo
         raise ModelFormatError(f"its tokenizer maps tokens to ids up to {max(tokenizer.get_vocab().values())}, past the "
                                f"encoder's vocab_size {vocab_size} (config.json): the tokenizer is not this model's", str(folder))
     try:
-        with as_data(str(folder)), _transformers_quiet():  # its load report names the pooler it leaves out, which is checked
+        with as_data(str(folder)), transformers_quiet():  # its load report names the pooler it leaves out, which is checked
             source = AutoModelForQuestionAnswering.from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
     except (OSError, RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
         if isinstance(err, ModelFormatError):
@@ -118,30 +117,6 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
     check_encoder_runs(model, tokenizer, model.config.max_seq_length, where, refuse=lambda problem: ModelFormatError(
         f"its encoder ({type(model.encoder).__name__}) {problem}; bio_mrc cannot answer with it", where))
     return model
-
-
-# transformers' verbosity is the process's: quiet blocks open in several threads (models loaded at once) are counted,
-# and the level the first found is restored by the last to end (each restoring what it found would leave it quiet for
-# good where one ends inside another).
-_QUIET = threading.Lock()
-_QUIET_FOUND: list[int] = []  # per open block, the level the first of them found
-
-
-@contextmanager
-def _transformers_quiet() -> Iterator[None]:
-    """transformers' warnings off inside the block (its level restored after the last open block ends)."""
-    from transformers.utils import logging
-
-    with _QUIET:
-        _QUIET_FOUND.append(_QUIET_FOUND[0] if _QUIET_FOUND else logging.get_verbosity())
-        logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        with _QUIET:
-            found = _QUIET_FOUND.pop()
-            if not _QUIET_FOUND:
-                logging.set_verbosity(found)
 
 
 def _tokenizer_limit(length: Any) -> int | None:

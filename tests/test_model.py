@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering, BioMrcOutput
+from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering, BioMrcOutput, FreshHeadsNote
 
 
 def batch(seq=9):
@@ -308,7 +308,8 @@ def test_a_head_from_pretrained_adds_starts_at_its_prior_and_loaded_heads_keep_t
     """``from_pretrained(span_only, heads="span+bio")`` (as ``train --init-from`` a span model with both heads) builds
     the BIO head the checkpoint lacks at log prior, as a fresh model's; it started at a zero (uniform) bias."""
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span").save_pretrained(tmp_path / "span")
-    added = BioMrcForQuestionAnswering.from_pretrained(tmp_path / "span", heads="span+bio", bio_prior=[0.25, 0.25, 0.5])
+    with pytest.warns(FreshHeadsNote, match="has no bio head"):
+        added = BioMrcForQuestionAnswering.from_pretrained(tmp_path / "span", heads="span+bio", bio_prior=[0.25, 0.25, 0.5])
     assert torch.allclose(added.bio_head.classifier.bias, torch.log(torch.tensor([0.25, 0.25, 0.5])))
     joint = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", bio_prior=[0.25, 0.25, 0.5])
     with torch.no_grad():
