@@ -225,3 +225,45 @@ def test_the_difference_is_of_the_scores_the_no_answer_probabilities_give(capsys
                                                                      abs=1e-9)
     assert record["difference"]["exact"]["diff"] == -25.0
     assert (record["answers_changed"], record["better"], record["worse"]) == (3, 0, 1)
+
+
+# Every answer differs between the two files, so no question's score is one both files could share.
+DISTINCT_OLD = {"q1": "Paris France", "q2": "sky", "q3": "100 degrees", "q4": "night"}
+
+
+def counted_calls(monkeypatch, module, name, *also):
+    """A spy on ``module.name`` (and on the same function where the modules ``also`` imported it): its calls."""
+    calls = []
+    function = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    for where in (module, *also):
+        monkeypatch.setattr(where, name, spy, raising=where is module)
+    return calls
+
+
+@pytest.mark.parametrize("layout", ["official", "with no-answer probabilities", "answer parts"])
+def test_each_file_is_scored_once(monkeypatch, four, layout):
+    """Each question of each file is scored once, shared by the file's official scores and the paired difference:
+    two files of four questions, eight scorings."""
+    from bio_mrc.inference.paired_evaluation import compare_predictions
+    from bio_mrc.metrics import multispan_official, squad_official, task_scores
+
+    data, write = four
+    new, old, options = NEW, DISTINCT_OLD, {}
+    if layout == "answer parts":
+        calls = counted_calls(monkeypatch, multispan_official, "question_counts", task_scores)
+        new, old = ({qid: [answer] for qid, answer in answers.items()} for answers in (new, old))
+        options = {"task": "multispan"}
+    else:
+        calls = counted_calls(monkeypatch, squad_official, "question_scores")
+    if layout == "with no-answer probabilities":
+        data.write_text(data.read_text().replace('"version": "1.1"', '"version": "2.0"'))
+        new, old = ([{"id": qid, "prediction_text": answer, "no_answer_probability": 0.5} for qid, answer in answers.items()]
+                    for answers in (new, old))
+    result = compare_predictions(data, write("new.json", new), write("old.json", old), n_resamples=10, **options)
+    assert len(calls) == 8 and result.paired.questions == 4
+    assert result.new.metrics != result.baseline.metrics  # both files scored, each on its own answers

@@ -15,6 +15,7 @@ from ..data.squad import SquadFile, load_squad
 from ..errors import ConfigError, argument
 from ..io import home_expanded
 from ..metrics.paired_scores import PairedScores, paired_scores
+from ..metrics.shared_scores import shared_question_scores
 from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from ..progress import progress_note, resample_bar
 from .evaluation import Evaluation, check_prediction_files, scored_evaluation
@@ -70,11 +71,12 @@ def compare_predictions(
         progress_note(progress, f"note: scoring {scored.described()}")
 
     options = dict(task=task, limit=limit, only_predicted=only_predicted, strict=strict, name=name, note=note or said)
-    new = scored_evaluation(data, predictions, **options)
-    old = scored_evaluation(data, baseline, **{**options, "note": lambda scored: None})  # the same subset, said once
-    with resample_bar("bootstrap", progress):
-        paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed, na_probs=new.na_probs,
-                               baseline_na_probs=old.na_probs)
+    with shared_question_scores():  # each file's official metrics and its paired columns score each question once
+        new = scored_evaluation(data, predictions, **options)
+        old = scored_evaluation(data, baseline, **{**options, "note": lambda scored: None})  # the same subset, said once
+        with resample_bar("bootstrap", progress):
+            paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed,
+                                   na_probs=new.na_probs, baseline_na_probs=old.na_probs)
     named = {_official_name(metric, new.metrics): result for metric, result in paired.differences.items()}
     return PairedEvaluation(new, old, replace(paired, differences=named), n_resamples, seed)
 

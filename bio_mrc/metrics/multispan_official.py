@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .shared_scores import kept_score
 from .squad_official import normalize_answer
 
 
@@ -56,6 +57,18 @@ def question_counts(gold_texts: Sequence[str], predicted_texts: Sequence[str], q
     p = _normalized_set(predicted_texts, qid, "prediction")
     credit_p, credit_r = partial_match(g, p)
     return float(1 if not g and not p else len(g & p)), credit_p, credit_r, float(max(len(p), 1)), float(max(len(g), 1))
+
+
+def kept_question_counts(gold_texts: Sequence[str], predicted_texts: Sequence[str], qid: str = "") -> tuple[float, ...]:
+    """:func:`question_counts`, computed once for each question, gold and answer while a block shares scores
+    (:func:`~.shared_scores.shared_question_scores`): a file's official metrics and its per-question columns alike."""
+    key = ("multispan", qid, _frozen(gold_texts), _frozen(predicted_texts))
+    return kept_score(key, lambda: question_counts(gold_texts, predicted_texts, qid))
+
+
+def _frozen(texts: Sequence[str]) -> str | tuple[str, ...]:
+    # a bare string stays one (question_counts refuses it), never the tuple of its characters
+    return texts if isinstance(texts, str) else tuple(texts)
 
 
 def metrics_from_counts(sums: Sequence[float]) -> dict[str, float]:
@@ -120,5 +133,5 @@ def multispan_metrics(gold: Mapping[str, Sequence[str]], predictions: Mapping[st
         )
     totals = [0.0] * len(COUNT_COLUMNS)
     for qid, gold_texts in gold.items():  # summed in question order, as the official script
-        totals = [t + c for t, c in zip(totals, question_counts(gold_texts, predictions[qid], qid))]
+        totals = [t + c for t, c in zip(totals, kept_question_counts(gold_texts, predictions[qid], qid))]
     return metrics_from_counts(totals)

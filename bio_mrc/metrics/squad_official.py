@@ -19,6 +19,7 @@ import numpy as np
 from ..answer_text import normalize_answer
 from ..plurals import counted, number_form
 from ..registry import NO_ANSWER_SUBSETS, TaskEntry
+from .shared_scores import kept_score
 
 
 def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
@@ -78,6 +79,12 @@ def question_scores(truths: Sequence[str], prediction: str, version: str) -> tup
     return float(max(exact_match_score(prediction, t) for t in truths)), max(f1_score(prediction, t) for t in truths)
 
 
+def _kept_question_scores(truths: Sequence[str], prediction: str | None, version: str) -> tuple[float, float]:
+    """:func:`question_scores`, computed once for each gold and answer while a block shares scores
+    (:func:`~.shared_scores.shared_question_scores`): a file's official metrics and its per-question columns alike."""
+    return kept_score(("squad", version, tuple(truths), prediction), lambda: question_scores(truths, prediction, version))
+
+
 # The official v2.0 script's default --na-prob-thresh: a question abstains where its no-answer probability is above it.
 NO_ANSWER_THRESHOLD = 1.0
 
@@ -95,7 +102,7 @@ def per_question_scores(
     :func:`squad_v2_metrics`: 100 if it is unanswerable, else 0 (an id ``na_probs`` lacks answers).
     """
     version = squad_version(version)
-    scores = np.array([question_scores(gold[qid], predictions[qid], version) for qid in ids], dtype=np.float64).reshape(-1, 2)
+    scores = np.array([_kept_question_scores(gold[qid], predictions[qid], version) for qid in ids], dtype=np.float64).reshape(-1, 2)
     if na_probs is not None:
         abstains = np.array([na_probs.get(qid, -math.inf) > na_prob_thresh for qid in ids], dtype=bool)
         scores[abstains] = np.array([float(not gold[qid]) for qid in ids])[abstains, None]
@@ -120,7 +127,7 @@ def squad_v1_metrics(gold: Mapping[str, Sequence[str]], predictions: Mapping[str
             raise ValueError(f"question {qid!r} has no gold answer; SQuAD v1.1 needs at least one")
         if qid not in predictions:
             continue
-        question_exact, question_f1 = question_scores(truths, predictions[qid], "1.1")
+        question_exact, question_f1 = _kept_question_scores(truths, predictions[qid], "1.1")
         exact += question_exact
         f1 += question_f1
     total = len(gold)
@@ -137,7 +144,7 @@ def _v2_raw_scores(
         if predictions[qid] is None:  # a missing prediction (missing_as_wrong) is wrong, whatever the gold
             exact[qid], f1[qid] = 0, 0.0
             continue
-        exact[qid], f1[qid] = question_scores(truths, predictions[qid], "2.0")
+        exact[qid], f1[qid] = _kept_question_scores(truths, predictions[qid], "2.0")
     return exact, f1
 
 

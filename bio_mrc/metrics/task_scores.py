@@ -10,7 +10,7 @@ import numpy as np
 
 from ..registry import resolve
 from ..types import Example, Prediction
-from .multispan_official import METRIC_NAMES, metrics_from_counts, multispan_metrics, question_counts
+from .multispan_official import METRIC_NAMES, kept_question_counts, metrics_from_counts, multispan_metrics
 from .squad_official import per_question_scores, squad_metrics
 
 CORRECT_F1 = 50.0  # an answer is right when its official F1 is above this (percent)
@@ -37,7 +37,7 @@ def column_means(task: Any, columns: Mapping[str, np.ndarray]) -> dict[str, floa
 
 def span_count_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Sequence[str]], ids: Sequence[str]) -> dict[str, np.ndarray]:
     """Each question's share of MultiSpanQA's micro-averaged sums (``counts``, one row per question)."""
-    return {"counts": np.array([list(question_counts(gold[qid], answers[qid], qid)) for qid in ids])}
+    return {"counts": np.array([list(kept_question_counts(gold[qid], answers[qid], qid)) for qid in ids])}
 
 
 def span_count_metrics(task: Any, columns: Mapping[str, np.ndarray]) -> dict[str, float]:
