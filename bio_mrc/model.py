@@ -161,6 +161,25 @@ def note_fresh_heads(model: "BioMrcForQuestionAnswering", missing: Sequence[str]
                                      f"{number_form(count, 'it starts', 'they start')} from fresh weights"), stacklevel=3)
 
 
+def _head_weight(model: "BioMrcForQuestionAnswering", key: str) -> bool:
+    """Whether ``key`` names a weight of one of ``model``'s heads."""
+    return any(key.startswith(f"{registry.HEADS[name].attribute}.") for name in model.heads if name in registry.HEADS)
+
+
+def check_missing_weights(model: "BioMrcForQuestionAnswering", missing: Sequence[str], checked: bool, source: str) -> None:
+    """Refuse a load whose saved weights lack what the model needs: anything at all where the folder was ``checked``
+    to fit (another process changed it since), else a weight of no head (a head may start fresh; the encoder's would
+    answer from random values, and a hub id has no folder check before the load)."""
+    if checked and missing:
+        raise ModelFormatError(f"its saved weights lack {', '.join(sorted(missing)[:3])}, which they held when checked: "
+                               "its files changed while they were read", source)
+    unsaved = sorted(key for key in missing if not _head_weight(model, key))
+    if unsaved:
+        more = f" and {len(unsaved) - 3} more" if len(unsaved) > 3 else ""
+        raise ModelFormatError(f"its saved weights lack {counted(len(unsaved), 'tensor')} the config implies "
+                               f"({', '.join(unsaved[:3])}{more}): they would start from random values", source)
+
+
 class UnsavedEncoderWeightsWarning(InputWarning):
     """An encoder checkpoint holds no saved values for some of its encoder's weights (a pooler aside, which the heads
     never read): those start from random values."""
@@ -266,9 +285,10 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         ``checked``: the ``config.json`` that check returned where the caller has run it (with this class): the folder
         is not checked again, and the config is built from it, not read again (weights lacking what it names are a folder
         changed since, refused). transformers' load report stays hidden: a head asked for (``heads=``, a ``config``)
-        that the saved model has none of is one :class:`FreshHeadsNote`, and a saved head left out is what was asked."""
+        that the saved model has none of is one :class:`FreshHeadsNote`, a saved head left out is what was asked, and
+        saved weights lacking any other tensor (a hub id's, which no folder check reads first) are refused."""
         folder = Path(str(pretrained_model_name_or_path))
-        if folder.is_dir() and checked is None:  # a local folder is checked whole before anything is built (a hub id once fetched)
+        if folder.is_dir() and checked is None:  # a local folder is checked whole before anything is built (a hub id's weights once loaded)
             check_model_folder(folder, cls, tokenizer_required=False)
         try:
             if checked is not None:  # built here: a config transformers refuses is named as when it reads the file
@@ -281,9 +301,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
                 raise
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise ModelFormatError(f"transformers could not load it: {first[:300]}", str(folder)) from None
-        if checked is not None and info["missing_keys"]:  # checked to fit: another process changed the folder since
-            raise ModelFormatError(f"its saved weights lack {', '.join(sorted(info['missing_keys'])[:3])}, which they held "
-                                   "when checked: its files changed while they were read", str(folder))
+        check_missing_weights(model, info["missing_keys"], checked is not None, str(folder))
         check_weight_values(model, str(pretrained_model_name_or_path))
         note_fresh_heads(model, info["missing_keys"], str(pretrained_model_name_or_path))
         return (model, info) if asked_info else model

@@ -237,3 +237,23 @@ def test_a_training_from_a_hub_id_resumes_and_a_branch_moved_since_is_one_line_n
         f"cannot resume from {checkpoints / 'checkpoint-3'}: the model it continues (org/reader) changed since the run began "
         f"(its weights or tokenizer differ): the hub id's default branch now reads commit {'3' * 40}, the run began from "
         f"commit {FIRST}; train from it into a new folder, or delete {checkpoints} to start over")
+
+
+def test_a_hub_model_whose_weights_lack_encoder_tensors_is_refused_not_loaded_half_random(hub_cache, span_model, tmp_path):
+    """``from_pretrained`` of a hub id has no folder check before the load: encoder weights its file lacks would start
+    from random values with no word, the load report hidden. Refused in one line, as a local folder's are."""
+    from safetensors.torch import load_file, save_file
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    partial = tmp_path / "partial"
+    shutil.copytree(span_model, partial)
+    weights = load_file(partial / "model.safetensors")
+    dropped = sorted(name for name in weights if ".layer.1.attention.self." in name)
+    save_file({name: value for name, value in weights.items() if name not in dropped}, partial / "model.safetensors",
+              metadata={"format": "pt"})
+    cached(hub_cache["cache"], "org/partial", partial, FIRST)
+    with pytest.raises(ModelFormatError) as refused:
+        BioMrcForQuestionAnswering.from_pretrained("org/partial")
+    assert str(refused.value) == (f"its saved weights lack 6 tensors the config implies ({', '.join(dropped[:3])} and 3 more): "
+                                  "they would start from random values (in org/partial)")

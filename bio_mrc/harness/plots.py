@@ -66,8 +66,8 @@ def paletted_png(image: Any) -> bytes:
     edges, so it looks the same in a third of the bytes (reports are committed, and a repository stays small).
 
     The palette covers the colours by count (maximum coverage): every pixel stays within a few levels of its colour,
-    where median cut gives a rare edge colour another hue. Its indices pack at zlib's default level as small as median
-    cut's at the highest level (``optimize``), which takes many times as long."""
+    where median cut gives a rare edge colour another hue. Its indices pack at zlib's default level about as small as
+    median cut's at the highest level (``optimize``; benchmarks/bench_report_figures.py)."""
     from PIL import Image
 
     paletted = image.quantize(colors=256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
