@@ -615,3 +615,31 @@ def test_the_bio_tags_section_names_the_gold_tags_of_the_evaluations_task(task):
     assert (gold == SQUAD_TAG_GOLD) is (not entry.multi_span_answers)
     assert ("first annotator" in gold) is (not entry.multi_span_answers)
     assert "| joint/bio | 50.00 | 25.00 | 33.33 |" in lines
+
+
+@pytest.mark.parametrize("seeds", [(42,), (1, 2, 3)])
+def test_aurc_contrasts_drawn_once_for_all_are_those_drawn_contrast_by_contrast(seeds):
+    from .test_selective import recomputed_reference
+
+    results = synthetic_results(runs=("joint", "bio-only", "span-only"), seeds=seeds, seed_sd=1.0, selective=True,
+                                contrasts=[["joint/joint", "span-only/span"], ["bio-only/bio", "joint/bio"]])
+    contrasts = squad_summary(results).selective.contrasts
+    assert len(contrasts) == 12
+    for contrast in contrasts:
+        arrays = selective_arrays(results, contrast.confidence)
+        expected = recomputed_reference(arrays[str(contrast.a)], arrays[str(contrast.b)], aurc_statistic, 200, 1000)
+        assert {k: getattr(contrast, k) for k in expected.to_dict()} == expected.to_dict()
+
+
+def test_each_cells_aurc_is_resampled_once_whatever_the_contrasts_it_is_in(monkeypatch):
+    from bio_mrc.harness import selective_section
+
+    calls = []
+    real = selective_section.aurc_of_drawn
+    monkeypatch.setattr(selective_section, "aurc_of_drawn", lambda ranked, idx: calls.append(ranked.key) or real(ranked, idx))
+    results = synthetic_results(runs=("joint", "bio-only"), selective=True)
+    summary = squad_summary(results)
+    # 4 cells in 3 contrasts, each of 2 confidences (the calibrated one, in steps, ranks other ties than the raw one):
+    # 8 rankings, each read on every question and resampled once per chunk of 100 draws, not once per contrast
+    assert len(summary.selective.contrasts) == 6
+    assert len(set(calls)) == 8 and len(calls) == 8 * (1 + 10)

@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from bio_mrc.metrics.stats import paired_bootstrap_recomputed
+from bio_mrc.metrics import stats
+from bio_mrc.metrics.stats import paired_bootstrap_of_resamples, paired_bootstrap_recomputed, resampled_statistics
 from bio_mrc.metrics.calibration_error import expected_calibration_error
 from bio_mrc.metrics.selective import (
-    aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage, subsample_curve,
-    threshold_for_accuracy,
+    aurc, aurc_of_drawn, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, ranked_answers, risk_coverage,
+    subsample_curve, threshold_for_accuracy,
 )
 
 # Six questions, most confident first: right, right, wrong, right, wrong, wrong.
@@ -133,3 +134,81 @@ def test_the_paired_bootstrap_of_an_aurc_difference():
     two = paired_bootstrap_recomputed([(good, right), (good, right)], [(useless, right), (useless, right)], statistic, n,
                                       n_resamples=100)
     assert two.n_seeds == 2 and two.diff == pytest.approx(result.diff) and two.ci_high < 0
+
+
+def recomputed_reference(values_a, values_b, statistic, n, n_resamples, seed=0, max_chunk_elements=stats.DEFAULT_MAX_CHUNK_ELEMENTS):
+    """The recomputed paired bootstrap drawn contrast by contrast, each seed's statistic on each chunk of draws: what
+    the shared draws must reproduce bit for bit."""
+    everything = np.arange(n)[None, :]
+    value_a = float(np.mean([statistic(item, everything)[0] for item in values_a]))
+    value_b = float(np.mean([statistic(item, everything)[0] for item in values_b]))
+    s = len(values_a)
+    seed_rng = np.random.default_rng([seed, 1])
+    resampled = np.empty(n_resamples, dtype=np.float64)
+    for rows, idx in stats._resample_indices(n, n_resamples, seed, max_chunk_elements):
+        per_seed = np.stack([statistic(a, idx) - statistic(b, idx) for a, b in zip(values_a, values_b)], axis=1)
+        if s > 1:
+            drawn = np.minimum((seed_rng.random((idx.shape[0], s)) * s).astype(np.intp), s - 1)
+            per_seed = per_seed * stats._row_counts(drawn, s) / s
+        resampled[rows] = per_seed.sum(axis=1)
+    return stats._bootstrap_result(value_a, value_b, value_a - value_b, resampled, 0.95, n, n_seeds=s)
+
+
+def test_aurc_of_drawn_questions_by_hand():
+    ranked = ranked_answers(CONFIDENCE, RIGHT)
+    assert ranked.n_blocks == 6 and ranked.wrong.tolist() == [0, 0, 1, 1, 0, 1]
+    # every question once is the AURC of the whole set (89/360); question 1 (0.9, right) six times risks nothing
+    np.testing.assert_allclose(aurc_of_drawn(ranked, np.array([np.arange(6), np.full(6, 1)])), [89 / 360, 0.0])
+    # 0.8 r, 0.7 w, 0.7 w: risks 0, 1/2, 2/3, AURC 7/18
+    assert aurc_of_drawn(ranked, np.array([[4, 3, 3]]))[0] == pytest.approx(7 / 18)
+
+
+def test_aurc_of_drawn_questions_is_aurc_of_resamples_bit_for_bit():
+    rng = np.random.default_rng(8)
+    for n in (1, 7, 120):
+        confidence, right = rng.random(n).round(1), (rng.random(n) < 0.6).astype(float)
+        idx = rng.integers(0, n, (5, n))
+        expected = [aurc(confidence[row], right[row]) for row in idx]
+        np.testing.assert_allclose(aurc_of_drawn(ranked_answers(confidence, right), idx), expected)
+        assert aurc_of_drawn(ranked_answers(confidence, right), idx).tolist() == aurc_of_resamples(confidence, right, idx).tolist()
+
+
+def test_a_confidence_in_the_same_order_ranks_the_answers_alike():
+    rng = np.random.default_rng(9)
+    confidence, right = rng.random(50).round(2), (rng.random(50) < 0.5).astype(float)
+    a, b = ranked_answers(confidence, right), ranked_answers(confidence ** 2 * 0.9, right)
+    assert a.key == b.key and a.key != ranked_answers(1 - confidence, right).key
+    assert a.key != ranked_answers(confidence, 1 - right).key
+
+
+def test_resampled_statistics_are_the_paired_bootstraps_draws():
+    rng = np.random.default_rng(10)
+    scores = rng.random(40)
+    mean_of_drawn = lambda item, idx: item[idx].mean(axis=1)  # noqa: E731
+    resampled = resampled_statistics([scores, 2 * scores], mean_of_drawn, 40, n_resamples=300, seed=3)
+    assert resampled.shape == (2, 300)
+    # the bootstrap of a − 0 resamples the mean of a's drawn questions: its interval is these draws' percentiles
+    plain = stats.paired_bootstrap(scores, np.zeros(40), n_resamples=300, seed=3)
+    assert (plain.ci_low, plain.ci_high) == stats._percentiles(resampled[0], 0.95)
+    np.testing.assert_allclose(resampled[1], 2 * resampled[0])
+    # one question: every resample draws it
+    assert resampled_statistics([np.array([5.0])], mean_of_drawn, 1, n_resamples=4).tolist() == [[5.0] * 4]
+
+
+@pytest.mark.parametrize("seeds", [1, 2, 3])
+@pytest.mark.parametrize("max_chunk_elements", [stats.DEFAULT_MAX_CHUNK_ELEMENTS, 700])
+def test_the_shared_draws_give_the_contrast_by_contrast_bootstrap_bit_for_bit(seeds, max_chunk_elements):
+    rng = np.random.default_rng(11 + seeds)
+    n = 150
+    right = [(rng.random(n) < 0.7).astype(float) for _ in range(seeds)]
+    a = [(np.clip(0.4 * r + 0.6 * rng.random(n), 0, 1).round(2), r) for r in right]
+    b = [(rng.random(n).round(1), r) for r in right]
+    statistic = lambda item, idx: aurc_of_resamples(item[0], item[1], idx)  # noqa: E731
+    expected = recomputed_reference(a, b, statistic, n, 250, seed=5, max_chunk_elements=max_chunk_elements)
+    ranked = [ranked_answers(*item) for item in a + b]
+    drawn = resampled_statistics(ranked, aurc_of_drawn, n, n_resamples=250, seed=5, max_chunk_elements=max_chunk_elements)
+    whole = [float(aurc(*item)) for item in a + b]
+    shared = paired_bootstrap_of_resamples(whole[:seeds], whole[seeds:], drawn[:seeds], drawn[seeds:], n, seed=5)
+    assert shared.to_dict() == expected.to_dict()
+    assert paired_bootstrap_recomputed(a, b, statistic, n, n_resamples=250, seed=5,
+                                       max_chunk_elements=max_chunk_elements).to_dict() == expected.to_dict()

@@ -12,14 +12,16 @@ import numpy as np
 
 from ..metrics.calibration_error import expected_calibration_error
 from ..metrics.selective import (
-    TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
-    subsample_curve,
+    TARGET_ACCURACIES, RankedAnswers, aurc, aurc_of_drawn, coverage_at_accuracy, excess_aurc, macro_calibration_error, ranked_answers,
+    risk_coverage, subsample_curve,
 )
 from ..progress import resamples_planned
 from .cell_key import CellKey
 from .results import Cell
 from .selective_records import AurcContrast, ConfidenceMeasures, RiskCoverageCurve, SelectiveSummary
-from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_p_value, format_present, paired_bootstrap_recomputed
+from ..metrics.stats import (
+    BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_p_value, format_present, paired_bootstrap_of_resamples, resampled_statistics,
+)
 
 KINDS = ("raw", "calibrated")
 RISK_COVERAGE_PLOT = "risk–coverage curves"  # the key of the figure in the report's plots
@@ -62,22 +64,40 @@ def _cell_summary(cells: list[Cell]) -> dict[str, ConfidenceMeasures]:
     return summary
 
 
-def _aurc_statistic(item: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> np.ndarray:
-    return aurc_of_resamples(item[0], item[1], idx)
+Drawn = dict[tuple[CellKey, int, str], tuple[float, np.ndarray]]  # (cell, seed, confidence): AURC, and on each resample
 
 
-def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, kind: str) -> AurcContrast | None:
+def _aurc_statistic(ranked: RankedAnswers, idx: np.ndarray) -> np.ndarray:
+    return aurc_of_drawn(ranked, idx)
+
+
+def _drawn_aurcs(grouped: dict[CellKey, list[Cell]], asked: Sequence[tuple[CellKey, CellKey, str]]) -> Drawn:
+    """Each asked cell's AURC per seed and confidence, on every question and on each resample: drawn once for every
+    contrast it is in, and once for the confidences that rank its answers alike (a calibrator keeping their order)."""
+    ranked: dict[tuple[CellKey, int, str], RankedAnswers] = {}
+    for a, b, kind in asked:
+        seeds = {cell.seed for cell in grouped[a]} & {cell.seed for cell in grouped[b]}
+        for key in (a, b):
+            ranked.update({(key, cell.seed, kind): ranked_answers(*_arrays(cell, kind)) for cell in grouped[key] if cell.seed in seeds})
+    distinct = {answers.key: answers for answers in ranked.values()}
+    n = len(next(iter(ranked.values())).block)
+    resampled = dict(zip(distinct, resampled_statistics(list(distinct.values()), _aurc_statistic, n, n_resamples=BOOTSTRAP_RESAMPLES,
+                                                        seed=BOOTSTRAP_SEED, max_chunk_elements=BOOTSTRAP_CHUNK)))
+    whole = {key: float(_aurc_statistic(answers, np.arange(n)[None, :])[0]) for key, answers in distinct.items()}
+    return {item: (whole[answers.key], resampled[answers.key]) for item, answers in ranked.items()}
+
+
+def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, kind: str, drawn: Drawn) -> AurcContrast | None:
     """AURC of cell ``a`` − cell ``b`` on the seeds both have, paired by seed and question (as the F1
     contrasts, ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``); None when they share no seed (AURC has no seed mean to pair)."""
-    seeds_b = {cell.seed: cell for cell in grouped[b]}
-    shared = [cell for cell in grouped[a] if cell.seed in seeds_b]
+    seeds_b = {cell.seed for cell in grouped[b]}
+    shared = [cell.seed for cell in grouped[a] if cell.seed in seeds_b]
     if not shared:
         return None
-    values_a = [_arrays(cell, kind) for cell in shared]
-    values_b = [_arrays(seeds_b[cell.seed], kind) for cell in shared]
-    result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
-                                         max_chunk_elements=BOOTSTRAP_CHUNK)
-    return AurcContrast(a=a, b=b, confidence=kind, seeds=[cell.seed for cell in shared], **result.to_dict())
+    side_a, side_b = [drawn[a, seed, kind] for seed in shared], [drawn[b, seed, kind] for seed in shared]
+    result = paired_bootstrap_of_resamples([v for v, _ in side_a], [v for v, _ in side_b], np.stack([r for _, r in side_a]),
+                                           np.stack([r for _, r in side_b]), len(grouped[a][0].selective["right"]), seed=BOOTSTRAP_SEED)
+    return AurcContrast(a=a, b=b, confidence=kind, seeds=shared, **result.to_dict())
 
 
 def _shared(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey) -> bool:
@@ -94,8 +114,9 @@ def selective_summary(grouped: dict[CellKey, list[Cell]], pairs: Sequence[tuple[
         return None
     asked = [(a, b, kind) for a, b in pairs for kind in KINDS
              if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind) and _shared(with_data, a, b)]
-    resamples_planned(len(asked) * BOOTSTRAP_RESAMPLES)
-    contrasts = [contrast for a, b, kind in asked if (contrast := _aurc_contrast(with_data, a, b, kind))]
+    resamples_planned(BOOTSTRAP_RESAMPLES if asked else 0)  # one set of draws serves every contrast
+    drawn = _drawn_aurcs(with_data, asked) if asked else {}
+    contrasts = [contrast for a, b, kind in asked if (contrast := _aurc_contrast(with_data, a, b, kind, drawn))]
     return SelectiveSummary({key: _cell_summary(cells) for key, cells in with_data.items()}, contrasts)
 
 

@@ -87,16 +87,41 @@ def excess_aurc(confidence: np.ndarray, right: np.ndarray) -> float:
     return aurc(confidence, right) - aurc(right, right)
 
 
-def aurc_of_resamples(confidence: np.ndarray, right: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """AURC of each row of the ``(m, n)`` question indices ``idx`` (bootstrap resamples): a drawn
-    question counts as often as it is drawn, in its tie block (repeats of a question tie with it)."""
+@dataclass(frozen=True)
+class RankedAnswers:
+    """What AURC reads of a cell's answers: each question's tie block (``block``, 0 the most confident, of
+    ``n_blocks``) and 1 where its answer is wrong (``wrong``). Read once, it serves every resample."""
+
+    block: np.ndarray
+    n_blocks: int
+    wrong: np.ndarray
+
+    @property
+    def key(self) -> tuple[bytes, bytes]:
+        """Equal for two confidences that rank the same answers alike (a calibrator keeping the order): their AURCs agree."""
+        return self.block.tobytes(), self.wrong.tobytes()
+
+
+def ranked_answers(confidence: np.ndarray, right: np.ndarray) -> RankedAnswers:
+    """The answers' tie blocks and wrong answers (:class:`RankedAnswers`)."""
     confidence, right = _checked(confidence, right)
     block, distinct = tie_blocks(confidence)
-    m, n_blocks = idx.shape[0], distinct.size
-    flat = (block[idx] + n_blocks * np.arange(m)[:, None]).ravel()  # one block range per row: one bincount
+    return RankedAnswers(block, int(distinct.size), 1.0 - right)
+
+
+def aurc_of_drawn(ranked: RankedAnswers, idx: np.ndarray) -> np.ndarray:
+    """AURC of each row of the ``(m, n)`` question indices ``idx`` (bootstrap resamples): a drawn
+    question counts as often as it is drawn, in its tie block (repeats of a question tie with it)."""
+    m, n_blocks = idx.shape[0], ranked.n_blocks
+    flat = (ranked.block[idx] + n_blocks * np.arange(m)[:, None]).ravel()  # one block range per row: one bincount
     size = np.bincount(flat, minlength=m * n_blocks).reshape(m, n_blocks)
-    wrong = np.bincount(flat, weights=(1.0 - right)[idx].ravel(), minlength=m * n_blocks).reshape(m, n_blocks)
+    wrong = np.bincount(flat, weights=ranked.wrong[idx].ravel(), minlength=m * n_blocks).reshape(m, n_blocks)
     return aurc_of_blocks(size, wrong)
+
+
+def aurc_of_resamples(confidence: np.ndarray, right: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`aurc_of_drawn` of the answers' :func:`ranked_answers`."""
+    return aurc_of_drawn(ranked_answers(confidence, right), idx)
 
 
 def risk_coverage(confidence: np.ndarray, right: np.ndarray) -> RiskCoverage:

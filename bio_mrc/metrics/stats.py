@@ -29,7 +29,9 @@ __all__ = [
     "mean_sd",
     "paired_bootstrap",
     "paired_bootstrap_ratio",
+    "paired_bootstrap_of_resamples",
     "paired_bootstrap_recomputed",
+    "resampled_statistics",
     "resampling",
     "score_interval",
     "two_level_bootstrap",
@@ -300,23 +302,61 @@ def paired_bootstrap_recomputed(
     ``statistic(item, idx)`` maps ``(m, n_questions)`` question indices to ``(m,)`` values. A cell's
     value is the mean of its seeds' statistics. The question draws are :func:`paired_bootstrap`'s for
     the same ``seed``; with several seeds each resample also draws the seeds with replacement (from a
-    stream of their own, as :func:`two_level_bootstrap`) and averages the drawn seeds' differences."""
+    stream of their own, as :func:`two_level_bootstrap`) and averages the drawn seeds' differences.
+    Contrasts sharing their cells draw once with :func:`resampled_statistics` and :func:`paired_bootstrap_of_resamples`."""
     if len(values_a) != len(values_b) or not values_a:
         raise ValueError(f"need one item per seed on both sides, got {len(values_a)} and {len(values_b)}")
     n = _check_pair(np.zeros(n_questions), np.zeros(n_questions), n_resamples, confidence, max_chunk_elements)
-    everything = np.arange(n)[None, :]
-    value_a = float(np.mean([statistic(item, everything)[0] for item in values_a]))
-    value_b = float(np.mean([statistic(item, everything)[0] for item in values_b]))
-    s = len(values_a)
-    seed_rng = np.random.default_rng([seed, 1])
-    resampled = np.empty(n_resamples, dtype=np.float64)
+    items, s = [*values_a, *values_b], len(values_a)
+    whole = [statistic(item, np.arange(n)[None, :])[0] for item in items]
+    resampled = resampled_statistics(items, statistic, n, n_resamples, seed, max_chunk_elements=max_chunk_elements)
+    return paired_bootstrap_of_resamples(whole[:s], whole[s:], resampled[:s], resampled[s:], n, confidence, seed)
+
+
+def resampled_statistics(
+    items: Sequence[Any],
+    statistic: Callable[[Any, np.ndarray], np.ndarray],
+    n_questions: int,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    *,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> np.ndarray:
+    """``(len(items), n_resamples)``: ``statistic(item, idx)`` (as :func:`paired_bootstrap_recomputed`'s) of each item on
+    each of :func:`paired_bootstrap`'s resamples of ``n_questions`` questions for the same ``seed``, drawn once for
+    every item: a recomputed statistic that several contrasts share is computed once per cell."""
+    n = _check_pair(np.zeros(n_questions), np.zeros(n_questions), n_resamples, 0.5, max_chunk_elements)
+    resampled = np.empty((len(items), n_resamples), dtype=np.float64)
     for rows, idx in _resample_indices(n, n_resamples, seed, max_chunk_elements):
-        per_seed = np.stack([statistic(a, idx) - statistic(b, idx) for a, b in zip(values_a, values_b)], axis=1)
-        if s > 1:  # the drawn seeds' mean: each seed weighted by how often it was drawn
-            drawn = np.minimum((seed_rng.random((idx.shape[0], s)) * s).astype(np.intp), s - 1)
-            per_seed = per_seed * _row_counts(drawn, s) / s
-        resampled[rows] = per_seed.sum(axis=1)
-    return _bootstrap_result(value_a, value_b, value_a - value_b, resampled, confidence, n, n_seeds=s)
+        for row, item in enumerate(items):
+            resampled[row, rows] = statistic(item, idx)
+    return resampled
+
+
+def paired_bootstrap_of_resamples(
+    values_a: Sequence[float],
+    values_b: Sequence[float],
+    resampled_a: np.ndarray,
+    resampled_b: np.ndarray,
+    n_questions: int,
+    confidence: float = 0.95,
+    seed: int = BOOTSTRAP_SEED,
+) -> BootstrapResult:
+    """:func:`paired_bootstrap_recomputed` from each seed's statistic on every question (``values_a``, ``values_b``) and on
+    each resample (``(seeds, n_resamples)`` rows of :func:`resampled_statistics` drawn with the same ``seed``), row ``s``
+    of both sides the same seed: the same result, bit for bit."""
+    ra, rb = np.asarray(resampled_a, dtype=np.float64), np.asarray(resampled_b, dtype=np.float64)
+    if ra.ndim != 2 or ra.shape != rb.shape or not len(values_a) == len(values_b) == ra.shape[0] > 0:
+        raise ValueError(f"need one value and one row of resamples per seed on both sides, got {len(values_a)} and "
+                         f"{len(values_b)} values, resamples of shape {ra.shape} and {rb.shape}")
+    s, n_resamples = ra.shape
+    _check_pair(np.zeros(n_questions), np.zeros(n_questions), n_resamples, confidence, 1)
+    per_seed = np.ascontiguousarray((ra - rb).T)  # (resamples, seeds), as each resample's differences are summed
+    if s > 1:  # the drawn seeds' mean: each seed weighted by how often it was drawn
+        drawn = np.minimum((np.random.default_rng([seed, 1]).random((n_resamples, s)) * s).astype(np.intp), s - 1)
+        per_seed = per_seed * _row_counts(drawn, s) / s
+    value_a, value_b = float(np.mean(values_a)), float(np.mean(values_b))
+    return _bootstrap_result(value_a, value_b, value_a - value_b, per_seed.sum(axis=1), confidence, n_questions, n_seeds=s)
 
 
 @dataclass(frozen=True)
