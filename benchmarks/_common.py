@@ -255,6 +255,31 @@ def alternate(sides: dict[str, Callable[[], tuple[T, dict[str, float]]]], repeat
     return {side: median_times(side_runs) for side, side_runs in runs.items()}, last
 
 
+def check_old_tree(old_tree: str | None) -> None:
+    """``--old-tree``, where given, is a checkout holding a ``bio_mrc`` package, else one line."""
+    if old_tree and not (Path(old_tree) / "bio_mrc" / "__init__.py").is_file():
+        fail(f"--old-tree {old_tree} holds no bio_mrc package: give a checkout (git worktree add DIR COMMIT)")
+
+
+def report_files(given: list[str] | None, default: Callable[[], list[Path]]) -> list[Path]:
+    """The report files given (resolved), else ``default()``'s; a missing one ends the run in one line."""
+    reports = [Path(path).resolve() for path in given] if given else default()
+    if missing := [str(path) for path in reports if not path.is_file()]:
+        fail(f"no report file {missing[0]}")
+    return reports
+
+
+def package_ways(old_tree: str | None) -> dict[str, str | None]:
+    """The packages a benchmark runs alternately: this checkout's ("ours"), and ``--old-tree``'s ("old") where given."""
+    return {"ours": None, **({"old": old_tree} if old_tree else {})}
+
+
+def print_old_against_ours(rows: list[dict], alike: str) -> None:
+    """The total of each package's seconds over ``rows`` and their ratio, where an old package ran."""
+    old, ours = sum(row["old"] for row in rows), sum(row["ours"] for row in rows)
+    print(f"\ntotal: old {old:.2f} s, ours {ours:.2f} s, {old / ours:.2f}x; {alike}")
+
+
 def untrained_tiny_model(folder: Path, vocabulary: list[str]) -> Path:
     """A random 2-layer BERT joint model (H=32, untrained heads) with windows of 384 (stride 128), its WordPiece
     vocabulary BERT's special tokens and then ``vocabulary``: ``folder/tiny-joint``."""

@@ -68,8 +68,7 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if any(n < 100 for n in args.chars):
         _common.fail(f"--chars are at least 100 each, got {args.chars}")
-    if args.old_tree and not (Path(args.old_tree) / "bio_mrc" / "__init__.py").is_file():
-        _common.fail(f"--old-tree {args.old_tree} holds no bio_mrc package: give a checkout (git worktree add DIR COMMIT)")
+    _common.check_old_tree(args.old_tree)
     return args
 
 
@@ -117,7 +116,7 @@ def print_profile(path: str, chars: int, way: str) -> None:
 
 
 def main(args: argparse.Namespace) -> None:
-    ways = {"ours": None, **({"old": args.old_tree} if args.old_tree else {})}
+    ways = _common.package_ways(args.old_tree)
     rows = []
     with tempfile.TemporaryDirectory() as temporary:
         model = letters_model(Path(temporary))

@@ -53,8 +53,7 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if any(n < 100 for n in args.chars):
         _common.fail(f"--chars are at least 100 each, got {args.chars}")
-    if not (Path(args.old_tree) / "bio_mrc" / "__init__.py").is_file():
-        _common.fail(f"--old-tree {args.old_tree} holds no bio_mrc package: give a checkout (git worktree add DIR COMMIT)")
+    _common.check_old_tree(args.old_tree)
     return args
 
 

@@ -40,8 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="reads of each report by each package, alternating")
     parser.add_argument("--old-tree", default=None, help="another checkout whose package reads the same reports")
     args = parser.parse_args()
-    if args.old_tree and not (Path(args.old_tree) / "bio_mrc" / "__init__.py").is_file():
-        _common.fail(f"--old-tree {args.old_tree} holds no bio_mrc package: give a checkout (git worktree add DIR COMMIT)")
+    _common.check_old_tree(args.old_tree)
     if args.repeats < 1:
         _common.fail(f"--repeats {args.repeats}: give at least 1")
     return args
@@ -80,11 +79,8 @@ def measure(report: Path, ways: dict[str, str | None], repeats: int) -> dict:
 
 
 def main(args: argparse.Namespace) -> None:
-    reports = [Path(path).resolve() for path in args.reports] if args.reports else committed_reports()
-    missing = [str(path) for path in reports if not path.is_file()]
-    if missing:
-        _common.fail(f"no report file {missing[0]}")
-    ways = {"ours": None, **({"old": args.old_tree} if args.old_tree else {})}
+    reports = _common.report_files(args.reports, committed_reports)
+    ways = _common.package_ways(args.old_tree)
     rows = [measure(report, ways, args.repeats) for report in reports]
     print(f"\nmachine: {_common.machine_description()}; {_common.command_load_and_date()}\n")
     print("| report | bytes | " + " | ".join(f"{way} CPU s" for way in ways) + (" | old / ours |" if "old" in ways else " |"))
@@ -93,8 +89,7 @@ def main(args: argparse.Namespace) -> None:
         ratio = f" | {row['old'] / row['ours']:.2f} |" if "old" in ways else " |"
         print(f"| {row['report']} | {row['bytes']:,} | " + " | ".join(f"{row[way]:.3f}" for way in ways) + ratio)
     if "old" in ways:
-        print(f"\ntotal: old {sum(r['old'] for r in rows):.2f} s, ours {sum(r['ours'] for r in rows):.2f} s, "
-              f"{sum(r['old'] for r in rows) / sum(r['ours'] for r in rows):.2f}x; every report read alike")
+        _common.print_old_against_ours(rows, "every report read alike")
     print(json.dumps({"benchmark": NAME, "rows": rows, "ways": list(ways), "reads_equal": True,
                       "machine": _common.machine_description()}))
 

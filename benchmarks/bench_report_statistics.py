@@ -63,8 +63,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data-dir", default=None,
                         help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
     args = parser.parse_args()
-    if args.old_tree and not (Path(args.old_tree) / "bio_mrc" / "__init__.py").is_file():
-        _common.fail(f"--old-tree {args.old_tree} holds no bio_mrc package: give a checkout (git worktree add DIR COMMIT)")
+    _common.check_old_tree(args.old_tree)
     if args.repeats < 1:
         _common.fail(f"--repeats {args.repeats}: give at least 1")
     args.data_dir = _common.data_root(args).resolve()
@@ -98,13 +97,14 @@ def measure(report: Path, data_dir: Path, ways: dict[str, str | None], repeats: 
             **{f"{way}_cpu": statistics.median(run["cpu_seconds"] for run in way_runs) for way, way_runs in runs.items()}}
 
 
+def default_reports() -> list[Path]:
+    """The committed reports of :data:`DEFAULT_REPORTS`."""
+    return [_common.repo_path(f"benchmarks/reports/{name}/report.json.xz") for name in DEFAULT_REPORTS]
+
+
 def main(args: argparse.Namespace) -> None:
-    reports = ([Path(path).resolve() for path in args.reports] if args.reports else
-               [_common.repo_path(f"benchmarks/reports/{name}/report.json.xz") for name in DEFAULT_REPORTS])
-    missing = [str(path) for path in reports if not path.is_file()]
-    if missing:
-        _common.fail(f"no report file {missing[0]}")
-    ways = {"ours": None, **({"old": args.old_tree} if args.old_tree else {})}
+    reports = _common.report_files(args.reports, default_reports)
+    ways = _common.package_ways(args.old_tree)
     rows = [measure(report, args.data_dir, ways, args.repeats) for report in reports]
     print(f"\nmachine: {_common.machine_description()}; {_common.command_load_and_date()}\n")
     print("| report | " + " | ".join(f"{way} s (CPU s)" for way in ways) + (" | old / ours |" if "old" in ways else " |"))
@@ -113,8 +113,7 @@ def main(args: argparse.Namespace) -> None:
         ratio = f" | {row['old'] / row['ours']:.2f} |" if "old" in ways else " |"
         print(f"| {row['report']} | " + " | ".join(f"{row[way]:.2f} ({row[f'{way}_cpu']:.2f})" for way in ways) + ratio)
     if "old" in ways:
-        print(f"\ntotal: old {sum(r['old'] for r in rows):.2f} s, ours {sum(r['ours'] for r in rows):.2f} s, "
-              f"{sum(r['old'] for r in rows) / sum(r['ours'] for r in rows):.2f}x; every summary alike")
+        _common.print_old_against_ours(rows, "every summary alike")
     print(json.dumps({"benchmark": NAME, "rows": rows, "ways": list(ways), "repeats": args.repeats, "summaries_equal": True,
                       "machine": _common.machine_description()}))
 

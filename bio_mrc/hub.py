@@ -177,8 +177,10 @@ def snapshot_commit(repo_id: str | Path | None, folder: str | Path | None) -> st
     (``models--ORG--NAME/snapshots/COMMIT``); None for a local folder, which has none."""
     if not repo_id or not folder or not is_hub_id(str(repo_id)):
         return None
+    from huggingface_hub.file_download import repo_folder_name
+
     folder = Path(folder)
-    repo = "models--" + str(repo_id).replace("/", "--")
+    repo = repo_folder_name(repo_id=str(repo_id), repo_type="model")
     return folder.name if folder.parent.name == "snapshots" and folder.parent.parent.name == repo else None
 
 

@@ -20,7 +20,7 @@ from .encoders import as_data
 from .errors import ConfigError, InputNote, InputWarning, ModelFormatError
 from .model_defaults import MODEL_FORMAT  # noqa: F401 (the layout of a saved model folder; imported from here too)
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
-from .plurals import counted, number_form
+from .plurals import counted, first_few, number_form
 from .progress import progress_bars, transformers_quiet
 
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
@@ -153,17 +153,21 @@ class FreshHeadsNote(InputNote):
 def note_fresh_heads(model: "BioMrcForQuestionAnswering", missing: Sequence[str], source: str) -> None:
     """One :class:`FreshHeadsNote` naming the heads of ``model`` whose weights are among ``missing`` (the keys
     transformers found no saved weights for), in the caller's line; nothing where none is."""
-    fresh = [name for name, entry in registry.HEADS.items() if name in model.heads
-             and any(key.startswith(f"{entry.attribute}.") for key in missing)]
+    fresh = [name for name in model.heads if name in registry.HEADS and any(_weight_of(name, key) for key in missing)]
     if fresh:
         heads, count = " and ".join(fresh), len(fresh)
         warnings.warn(FreshHeadsNote(f"{source} has no {heads} {number_form(count, 'head')}: "
                                      f"{number_form(count, 'it starts', 'they start')} from fresh weights"), stacklevel=3)
 
 
+def _weight_of(head: str, key: str) -> bool:
+    """Whether ``key`` names a weight of the registered head ``head``."""
+    return key.startswith(f"{registry.HEADS[head].attribute}.")
+
+
 def _head_weight(model: "BioMrcForQuestionAnswering", key: str) -> bool:
     """Whether ``key`` names a weight of one of ``model``'s heads."""
-    return any(key.startswith(f"{registry.HEADS[name].attribute}.") for name in model.heads if name in registry.HEADS)
+    return any(_weight_of(name, key) for name in model.heads if name in registry.HEADS)
 
 
 def check_missing_weights(model: "BioMrcForQuestionAnswering", missing: Sequence[str], checked: bool, source: str) -> None:
@@ -175,9 +179,8 @@ def check_missing_weights(model: "BioMrcForQuestionAnswering", missing: Sequence
                                "its files changed while they were read", source)
     unsaved = sorted(key for key in missing if not _head_weight(model, key))
     if unsaved:
-        more = f" and {len(unsaved) - 3} more" if len(unsaved) > 3 else ""
         raise ModelFormatError(f"its saved weights lack {counted(len(unsaved), 'tensor')} the config implies "
-                               f"({', '.join(unsaved[:3])}{more}): they would start from random values", source)
+                               f"({first_few(unsaved)}): they would start from random values", source)
 
 
 class UnsavedEncoderWeightsWarning(InputWarning):
@@ -189,9 +192,8 @@ def warn_unsaved_encoder_weights(missing: Sequence[str], source: str) -> None:
     """One :class:`UnsavedEncoderWeightsWarning` naming the first few of ``missing`` that are not the pooler's."""
     unsaved = sorted(key for key in missing if "pooler" not in key)
     if unsaved:
-        more = f" and {len(unsaved) - 3} more" if len(unsaved) > 3 else ""
         warnings.warn(UnsavedEncoderWeightsWarning(
-            f"encoder {source} holds no saved values for {counted(len(unsaved), 'weight')} ({', '.join(unsaved[:3])}{more}): "
+            f"encoder {source} holds no saved values for {counted(len(unsaved), 'weight')} ({first_few(unsaved)}): "
             f"{number_form(len(unsaved), 'it starts', 'they start')} from random values"), stacklevel=3)
 
 
@@ -454,8 +456,7 @@ def check_weight_values(model: torch.nn.Module, where: str) -> None:
     """Refuse weights holding NaN or infinite values (they answer "" to every question without a word) or values no
     trained encoder holds (a corrupt file)."""
     if broken := non_finite_weights(model):
-        raise ModelFormatError(f"its weights hold NaN or infinite values ({', '.join(broken[:3])}"
-                               f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''})", where)
+        raise ModelFormatError(f"its weights hold NaN or infinite values ({first_few(broken)})", where)
     floats = [(name, tensor) for name, tensor in model.state_dict().items() if tensor.is_floating_point() and tensor.numel()]
     if huge := [name for name, tensor in floats if tensor.abs().max() > MAX_WEIGHT_MAGNITUDE]:
         raise ModelFormatError(f"its weights hold values beyond ±{MAX_WEIGHT_MAGNITUDE:g} ({', '.join(huge[:3])}), which no "

@@ -15,3 +15,9 @@ def counted(count: Any, singular: str, plural: str | None = None) -> str:
     """``count`` and the noun in its number: ``counted(1, "question")`` is "1 question", ``counted(2, "question")``
     "2 questions"."""
     return f"{count} {number_form(count, singular, plural)}"
+
+
+def first_few(names: list[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names`` joined by commas, and how many more: "a, b, c and 2 more"."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
