@@ -14,6 +14,7 @@ import io
 import json
 import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -30,7 +31,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--report", default="benchmarks/reports/quick/report.json.xz",
                         help="a comparison's report.json or report.json.xz, its figures redrawn")
     parser.add_argument("--repeats", type=int, default=5, help="writes of the figures by each way, alternating; medians reported")
-    parser.add_argument("--output-dir", default="runs/bench-report-figures", help="where each way's figures are written")
+    parser.add_argument("--output-dir", default=None,
+                        help="a new or empty folder where each way's figures are written (default: a fresh temporary one)")
     args = parser.parse_args()
     if args.repeats < 1:
         _common.fail(f"--repeats {args.repeats}: give at least 1")
@@ -38,7 +40,19 @@ def parse_args() -> argparse.Namespace:
     if report is None:
         _common.fail(f"--report {args.report}: no such file (give a comparison's report.json or report.json.xz)")
     args.report = report
+    args.output_dir = figures_folder(args.output_dir)
     return args
+
+
+def figures_folder(given: str | None) -> Path:
+    """Where the figures go: ``given`` where it is new or empty (a folder holding anything is refused, so that
+    nothing the benchmark did not write is replaced), else a fresh temporary folder."""
+    if given is None:
+        return Path(tempfile.mkdtemp(prefix="bench-report-figures-"))
+    folder = _common.repo_path(given)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        _common.fail(f"--output-dir {given}: {'not a folder' if not folder.is_dir() else 'not empty'}; give a new or empty folder")
+    return folder
 
 
 def read(path: Path) -> Any:
@@ -105,7 +119,7 @@ def main(args: argparse.Namespace) -> None:
 
     report = read(args.report)
     ways = {"savefig": savefig, "median cut, optimize": median_cut, "ours": plots._save}
-    output = _common.repo_path(args.output_dir)
+    output = args.output_dir
     folders = {way: output / way.split(",")[0].replace(" ", "-") for way in ways}
     for way, save in ways.items():  # warm-up: matplotlib imported, fonts listed
         write_once(report, save, folders[way])
@@ -128,7 +142,8 @@ def main(args: argparse.Namespace) -> None:
         row["time_ratio"] = row["cpu_seconds"] / ours
     machine = _common.machine_description()
     print(f"machine: {machine}; {_common.command_load_and_date()}")
-    print(f"\n{args.report}: {len(full)} figures, {args.repeats} writes a way, alternating (median CPU seconds)\n")
+    print(f"\n{args.report}: {len(full)} figures, {args.repeats} writes a way, alternating (median CPU seconds); "
+          f"each way's figures in {output}\n")
     print("| way | CPU s | time ratio to ours | bytes | max / mean channel difference from savefig's pixels |")
     print("|---|---:|---:|---:|---|")
     for row in rows:

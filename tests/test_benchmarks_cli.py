@@ -613,3 +613,19 @@ def test_long_context_memory_answers_alike_with_two_packages_and_prints_the_rati
     assert "| old / ours (growth) |" in result.stdout and "machine:" in result.stdout
     missing = run_script(REPO, "bench_long_context_memory.py", "root", "--old-tree", str(empty_data), data_dir=empty_data)
     assert_one_line_failure(missing, f"--old-tree {empty_data} holds no bio_mrc package")
+
+
+def test_report_figures_benchmark_writes_only_into_a_new_or_empty_folder(monkeypatch, tmp_path):
+    """A folder holding anything of the user's is refused before any figure is drawn (the benchmark clears its own
+    subfolders between writes); a new or empty one is taken, and none given is a fresh temporary one."""
+    bench = load_benchmark("bench_report_figures", monkeypatch)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "ours").mkdir()
+    with pytest.raises(SystemExit) as refused:
+        bench.figures_folder(str(tmp_path / "mine"))
+    assert str(refused.value) == f"--output-dir {tmp_path / 'mine'}: not empty; give a new or empty folder"
+    assert (tmp_path / "mine" / "ours").is_dir()
+    assert bench.figures_folder(str(tmp_path / "new")) == tmp_path / "new"
+    fresh = bench.figures_folder(None)
+    assert fresh.is_dir() and not any(fresh.iterdir())
+    fresh.rmdir()
