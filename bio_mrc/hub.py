@@ -191,6 +191,12 @@ def shown_model_name(name: str | Path | None, folder: str | Path) -> str:
     return f"{name}@{commit[:7]}" if commit else Path(folder).name
 
 
+def given_model_name(name: str | Path, revision: str | None = None) -> str:
+    """A model's name as the user gave it, for notes about it: a hub id with the revision given (``org/name@v1``), not the
+    snapshot folder it is read from; a local folder's name as it is."""
+    return f"{name}@{revision}" if revision else str(name)
+
+
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network
 
 
@@ -243,5 +249,5 @@ def hub_failure(err: BaseException) -> str:
     return f"{type(err).__name__}: {reason}"
 
 
-__all__ = ["cached_folder", "cached_snapshot", "checked_local_path", "folder_at_hand", "hub_failure", "hub_snapshot", "is_hub_id",
+__all__ = ["cached_folder", "cached_snapshot", "checked_local_path", "folder_at_hand", "given_model_name", "hub_failure", "hub_snapshot", "is_hub_id",
            "local_folder", "named_as_given", "shown_model_name", "snapshot_commit"]

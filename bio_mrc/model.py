@@ -280,7 +280,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, checked: Mapping[str, Any] | None = None,
-                        **kwargs: Any) -> "BioMrcForQuestionAnswering":
+                        shown_as: str | None = None, **kwargs: Any) -> "BioMrcForQuestionAnswering":
         """``PreTrainedModel.from_pretrained`` that treats the folder as data (:func:`bio_mrc.encoders.as_data`),
         checks a local folder first (:func:`bio_mrc.model_folder.check_model_folder`: sizes, weights that fit the
         config, a tokenizer that fits the vocabulary) and refuses NaN or infinite weights, which would answer "" to every question without a word.
@@ -288,7 +288,8 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         is not checked again, and the config is built from it, not read again (weights lacking what it names are a folder
         changed since, refused). transformers' load report stays hidden: a head asked for (``heads=``, a ``config``)
         that the saved model has none of is one :class:`FreshHeadsNote`, a saved head left out is what was asked, and
-        saved weights lacking any other tensor (a hub id's, which no folder check reads first) are refused."""
+        saved weights lacking any other tensor (a hub id's, which no folder check reads first) are refused. ``shown_as``:
+        the model's name in that note (a hub id as given, where the path is its cached snapshot); None: the path."""
         folder = Path(str(pretrained_model_name_or_path))
         if folder.is_dir() and checked is None:  # a local folder is checked whole before anything is built (a hub id's weights once loaded)
             check_model_folder(folder, cls, tokenizer_required=False)
@@ -305,7 +306,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             raise ModelFormatError(f"transformers could not load it: {first[:300]}", str(folder)) from None
         check_missing_weights(model, info["missing_keys"], checked is not None, str(folder))
         check_weight_values(model, str(pretrained_model_name_or_path))
-        note_fresh_heads(model, info["missing_keys"], str(pretrained_model_name_or_path))
+        note_fresh_heads(model, info["missing_keys"], shown_as or str(pretrained_model_name_or_path))
         return (model, info) if asked_info else model
 
     @functools.cached_property

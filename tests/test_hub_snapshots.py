@@ -206,13 +206,11 @@ def test_a_local_folder_of_the_ids_name_wins_over_the_cached_id(hub_cache, tiny_
         TrainedModel.load("org/reader")
 
 
-def test_a_training_from_a_hub_id_resumes_and_a_branch_moved_since_is_one_line_naming_both_commits(hub_cache, span_model,
-                                                                                                     sample_v1, tmp_path):
-    """Continuing a cached hub id resumes as continuing a folder does. Where the branch moved to another commit before the
-    resume, the refusal said the model changed, not that the id now reads another commit than the run began from."""
-    from safetensors.torch import load_file, save_file
+MOVED = "3" * 40  # the commit the default branch moves on to
 
-    from bio_mrc.training.checkpoints import ResumeError
+
+def killed_runs(sample_v1, tmp_path, names):
+    """A span run continuing org/reader for each of ``names``, killed at step 4 (a checkpoint at step 3); their config."""
     from bio_mrc.training.config import TrainConfig
     from bio_mrc.training.train import train_model
 
@@ -220,23 +218,74 @@ def test_a_training_from_a_hub_id_resumes_and_a_branch_moved_since_is_one_line_n
 
     config = TrainConfig(init_from="org/reader", heads="span", max_seq_length=32, doc_stride=8, max_query_length=12, epochs=1,
                          batch_size=4, learning_rate=1e-3, seed=3)
-    runs = {name: tmp_path / name for name in ("resumed", "moved")}
-    for out in runs.values():
+    for name in names:
         with pytest.raises(Killed):
-            train_model(sample_v1.examples, config, out, checkpoint_steps=3, callbacks=[KillAtStep(4)])
-    assert train_model(sample_v1.examples, config, runs["resumed"], checkpoint_steps=3, resume=True).steps == 6
-    assert json.loads((runs["resumed"] / "bio_mrc_run.json").read_text())["encoder_path"] == str(hub_cache["reader"])
+            train_model(sample_v1.examples, config, tmp_path / name, checkpoint_steps=3, callbacks=[KillAtStep(4)])
+    return config
+
+
+def move_main(hub_cache, span_model, tmp_path):
+    """org/reader's main moves on to MOVED: other weights (each one more)."""
+    from safetensors.torch import load_file, save_file
+
     moved = shutil.copytree(span_model, tmp_path / "moved-model")
     weights = load_file(moved / "model.safetensors")
     save_file({name: tensor + 1 for name, tensor in weights.items()}, moved / "model.safetensors", metadata={"format": "pt"})
-    cached(hub_cache["cache"], "org/reader", moved, "3" * 40)  # main moves on
+    cached(hub_cache["cache"], "org/reader", moved, MOVED)
+
+
+def test_a_training_from_a_hub_id_resumes_from_the_commit_it_began_from_after_the_branch_moved(hub_cache, span_model, sample_v1,
+                                                                                               tmp_path):
+    """Where the branch moved to another commit before the resume, the resume was refused; the commit the run began
+    from is still cached, so the run continues from it, said in one note, and ends as a run the branch never moved under."""
+    from safetensors.torch import load_file
+
+    from bio_mrc.training.recorded_commit import RecordedCommitNote
+    from bio_mrc.training.train import train_model
+
+    config = killed_runs(sample_v1, tmp_path, ("still", "moved"))
+    assert train_model(sample_v1.examples, config, tmp_path / "still", checkpoint_steps=3, resume=True).steps == 6
+    move_main(hub_cache, span_model, tmp_path)
+    with pytest.warns(RecordedCommitNote) as noted:
+        assert train_model(sample_v1.examples, config, tmp_path / "moved", checkpoint_steps=3, resume=True).steps == 6
+    assert [str(note.message) for note in noted if issubclass(note.category, RecordedCommitNote)] == [
+        f"org/reader: the hub id's default branch now reads commit {MOVED}; the run continues from commit {FIRST}, which it "
+        "began from"]
+    record = json.loads((tmp_path / "moved" / "bio_mrc_run.json").read_text())
+    assert (record["encoder_path"], record["train"].get("revision")) == (str(hub_cache["reader"]), None)
+    assert f"| encoder | that of `org/reader` at commit `{FIRST}` |" in (tmp_path / "moved" / "README.md").read_text()
+    still, moved = (load_file(tmp_path / name / "model.safetensors") for name in ("still", "moved"))
+    assert still.keys() == moved.keys() and all(still[name].equal(moved[name]) for name in still)
+
+
+def test_a_resume_after_the_branch_moved_is_one_line_where_the_commit_it_began_from_is_not_cached(hub_cache, span_model,
+                                                                                                   sample_v1, tmp_path):
+    """Offline, the commit the run began from can only be read from the cache: without it the run cannot continue, said
+    in one line naming both commits and how to fetch the one it began from."""
+    from bio_mrc.training.checkpoints import ResumeError
+    from bio_mrc.training.train import train_model
+
+    config = killed_runs(sample_v1, tmp_path, ("moved",))
+    move_main(hub_cache, span_model, tmp_path)
+    shutil.rmtree(hub_cache["reader"])
     with pytest.raises(ResumeError) as refused:
-        train_model(sample_v1.examples, config, runs["moved"], checkpoint_steps=3, resume=True)
-    checkpoints = runs["moved"] / "checkpoints"
+        train_model(sample_v1.examples, config, tmp_path / "moved", checkpoint_steps=3, resume=True)
+    checkpoints = tmp_path / "moved" / "checkpoints"
     assert str(refused.value) == (
-        f"cannot resume from {checkpoints / 'checkpoint-3'}: the model it continues (org/reader) changed since the run began "
-        f"(its weights or tokenizer differ): the hub id's default branch now reads commit {'3' * 40}, the run began from "
-        f"commit {FIRST}; train from it into a new folder, or delete {checkpoints} to start over")
+        f"cannot resume from {checkpoints / 'checkpoint-3'}: the hub id's default branch now reads commit {MOVED}, and commit "
+        f"{FIRST}, which the run began from, is not in the Hugging Face cache ({hub_cache['cache']}); fetch it (`hf download "
+        f"org/reader --revision {FIRST}`, the hub reachable) to continue the run, or delete {checkpoints} to start over")
+    assert (checkpoints / "checkpoint-3").is_dir()
+
+
+@pytest.mark.parametrize("revision, shown", [(None, "org/reader"), ("dev", "org/reader@dev")])
+def test_the_fresh_head_note_of_a_hub_id_names_it_as_given(hub_cache, tmp_path, capfd, revision, shown):
+    """It named the cached snapshot's folder, a long path in the Hugging Face cache, for the id the user typed."""
+    given = ["--revision", revision] if revision else []
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "joint"), "--init-from", "org/reader",
+                 *given, "--epochs", "1", *WINDOW_ARGS]) == 0
+    notes = [line for line in capfd.readouterr().err.splitlines() if "fresh weights" in line]
+    assert notes == [f"note: {shown} has no bio head: it starts from fresh weights"]
 
 
 def test_a_hub_model_whose_weights_lack_encoder_tensors_is_refused_not_loaded_half_random(hub_cache, span_model, tmp_path):

@@ -48,6 +48,23 @@ def test_a_comparisons_statistics_plan_every_resample_they_draw(shown_bars, task
     assert (name, unit) == ("statistics", "resample") and drawn == planned and planned % BOOTSTRAP_RESAMPLES == 0
 
 
+def test_a_comparisons_statistics_bar_ends_at_its_total_with_an_empty_contrast(shown_bars):
+    """bio-only's one seed shares none with joint's two: its F1 contrasts compare seed means, and its AURC contrasts come
+    out empty (AURC has no seed mean to pair); the bar plans only the resamples drawn."""
+    from dataclasses import replace
+
+    results = synthetic_results(runs=("joint", "bio-only"), seeds=(42, 43, 44), n=60, selective=True, task="squad-v2.0")
+    results = replace(results, cells=[c for c in results.cells if (c.run == "joint") == (c.seed != 44)])
+    with resample_bar("statistics", True):
+        summary = squad_summary(results)
+    assert not [c for c in summary.selective.contrasts if "bio-only/bio" in (str(c.a), str(c.b))]  # the empty contrasts
+    [(_, drawn, planned, _)] = shown_bars
+    # 3 contrasts and 6 pairs (the contrasts among them) and 4 intervals, "always abstain" for each of the 4 cells,
+    # one set of AURC draws, and a draw of each breakdown group
+    groups = sum(len(next(iter(groups.values()))) for groups in summary.breakdowns.values())
+    assert drawn == planned == (6 + 4 + 4 + 1 + groups) * BOOTSTRAP_RESAMPLES
+
+
 def test_a_comparisons_statistics_from_a_library_call_are_quiet(shown_bars, capfd):
     capfd.readouterr()
     squad_summary(synthetic_results(runs=("joint", "bio-only"), n=60, selective=True))

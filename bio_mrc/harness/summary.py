@@ -178,23 +178,19 @@ def statistics(
     seeds = seeds or {key: list(range(len(values))) for key, values in per_question.items()}
     by_label = {str(key): key for key in per_question}  # the configuration names cells by label
     baseline, pairs = resolve_contrasts(list(by_label), config.get("baseline"), config.get("contrasts", []))
-    cache: dict[tuple[CellKey, CellKey], Contrast] = {}
-
-    def compared(a: CellKey, b: CellKey) -> Contrast:
-        if (a, b) not in cache:
-            cache[a, b] = _compare(per_question, answers, seeds, a, b, ratio)
-        return cache[a, b]
-
     keys = [(by_label[a], by_label[b]) for a, b in pairs]
-    resamples_planned((len(set(keys) | set(itertools.combinations(per_question, 2))) + len(per_question)) * BOOTSTRAP_RESAMPLES)
-    contrasts = [compared(a, b) for a, b in keys]
+    every_pair = list(itertools.combinations(per_question, 2))
+    drawn = list(dict.fromkeys([*keys, *every_pair]))  # each ordered pair once: the bar plans what the loop draws
+    resamples_planned((len(drawn) + len(per_question)) * BOOTSTRAP_RESAMPLES)
+    compared = {(a, b): _compare(per_question, answers, seeds, a, b, ratio) for a, b in drawn}
+    contrasts = [compared[pair] for pair in keys]
     adjusted = holm([c.p_value for c in contrasts])
     contrasts = [replace(c, p_holm=float(p), significant_holm=bool(p < FAMILY_ALPHA)) for c, p in zip(contrasts, adjusted)]
     seed_sets = {tuple(s) for s in seeds.values()}
     return Statistics(
         baseline=by_label[baseline], baseline_named_in_config=config.get("baseline") is not None,
         resampling=resampling(len(next(iter(seed_sets)))) if len(seed_sets) == 1 else MIXED_RESAMPLING,
-        contrasts=contrasts, comparisons=[compared(a, b) for a, b in itertools.combinations(per_question, 2)],
+        contrasts=contrasts, comparisons=[compared[pair] for pair in every_pair],
         intervals={key: score_interval(values, ratio) for key, values in per_question.items()},
     )
 

@@ -31,6 +31,7 @@ from .checkpoints import (
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
 from .output_folder import training_alone
+from .recorded_commit import start_at_recorded_commit
 from .run_checks import check_best_metric, check_run_options
 from .run_start import FinishedModelError, SharedHeldOutWarning, WindowsFittedWarning, finished_run, fit_default_windows, warn_shared_held_out
 from .training_args import check_run_trackers
@@ -108,7 +109,9 @@ def train_model(
     Checkpoints go to ``output_dir/checkpoints`` every ``checkpoint_steps`` optimizer steps (default 500) while
     ``save_checkpoints``. ``resume=True`` continues from the last complete checkpoint there and ends with the weights an
     uninterrupted run would have; with no checkpoint it trains from the start (with a note); a run stopped while saving
-    its model is completed, and its result returned. A checkpoint of other training options or questions raises
+    its model is completed, and its result returned. A run continuing a hub id whose branch or tag moved since it began
+    continues from the commit it began from, read from the Hugging Face cache (a ``RecordedCommitNote``; a commit the
+    cache lacks raises ``ResumeError``). A checkpoint of other training options or questions raises
     ``ResumeError``, and so does an unfinished run's checkpoint when ``resume`` is off and ``save_checkpoints`` on (the
     new run would overwrite it). The model appears atomically: its run record (``RUN_FILE``) is written last, once every
     file is in place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
@@ -141,9 +144,10 @@ def _train_alone(examples: Sequence[Example], config: TrainConfig, output_dir: s
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
                                                (evaluator, save_checkpoints, checkpoint_steps))
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
-    run_options = _run_options(examples, config)
+    reading = start_at_recorded_commit(config, Path(args.output_dir), resume)  # a moved branch: the commit the run began from
+    run_options = _run_options(examples, config, reading)
     last = check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
-    model, tokenizer, encoder = _fresh_model(config, choices, progress, last if resume else None)
+    model, tokenizer, encoder = _fresh_model(reading, choices, progress, last if resume else None)
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0)
     trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock, CheckpointDigests()], evaluator, data_name)
@@ -153,19 +157,20 @@ def _train_alone(examples: Sequence[Example], config: TrainConfig, output_dir: s
     with writes_named(output_dir), progress_bars(progress):
         saved = save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, clock.earlier_seconds, checkpoint,
                                                                              choices, _unanswerable(examples),
-                                                                             {**_stages(examples, config, data_name), **_scored(trainer, evaluator)}))
+                                                                             {**_stages(examples, reading, data_name), **_scored(trainer, evaluator)}))
     _remove_checkpoints_and_push(trainer, output_dir, saved, save_checkpoints)
     return result
 
 
-def _run_options(examples: Sequence[Example], config: TrainConfig) -> dict[str, Any]:
+def _run_options(examples: Sequence[Example], config: TrainConfig, reading: TrainConfig) -> dict[str, Any]:
     """What makes a run's checkpoints its own, kept in their options record: its options, its questions, and the digest
-    of the ``init_from`` model it continues (a path names the folder, not the weights in it)."""
+    of the ``init_from`` model it continues (a path names the folder, not the weights in it) as ``reading`` reads it
+    (:func:`~.recorded_commit.start_at_recorded_commit`), with its hub id's commit."""
     options = {"train": config.to_dict(), "questions": content_hash(examples)}
-    if config.init_from:
-        folder = local_folder(config.init_from, revision=config.revision)
+    if reading.init_from:
+        folder = local_folder(reading.init_from, revision=reading.revision)
         options[INIT_FROM_DIGEST] = starting_point_digest(folder)
-        if commit := snapshot_commit(config.init_from, folder):
+        if commit := snapshot_commit(reading.init_from, folder):
             options[INIT_FROM_COMMIT] = commit
     return options
 

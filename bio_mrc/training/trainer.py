@@ -23,7 +23,7 @@ from ..features.long_questions import note_long_questions
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
-from ..hub import local_folder, named_as_given
+from ..hub import given_model_name, local_folder, named_as_given
 from ..json_syntax import json_value
 from ..model import (BioMrcConfig, BioMrcForQuestionAnswering, encoder_dropout_names, encoder_dropout_unset,
                      set_encoder_dropout)
@@ -230,7 +230,8 @@ def fresh_model(config: TrainConfig, source: str | None = None) -> tuple[BioMrcF
     if config.init_from:
         model_config = continued_config(BioMrcConfig.from_pretrained(source, **settings), config.init_from)
         set_encoder_dropout(model_config.encoder, **encoder_dropout(config, model_config.encoder))
-        return BioMrcForQuestionAnswering.from_pretrained(source, config=model_config), source
+        shown = given_model_name(config.init_from, config.revision)  # a hub id's note names the id, not its snapshot
+        return BioMrcForQuestionAnswering.from_pretrained(source, config=model_config, shown_as=shown), source
     dropout = encoder_dropout(config, source_encoder_config(config, source))
     return BioMrcForQuestionAnswering.from_encoder(source, encoder_dropout=dropout, **settings), source
 
