@@ -255,9 +255,13 @@ def test_a_run_record_that_is_no_json_is_refused_in_one_line(saved_model, tmp_pa
     assert "\n" not in str(refused(folder, r"bio_mrc_run.json: cannot be read as JSON \(JSONDecodeError: "))
 
 
+BOUNDED_THRESHOLD = r"must be a number in \[-1e\+06, 1e\+06\] or ±Infinity, got "
+
+
 @pytest.mark.parametrize("value, match", [
-    ("high", r'calibration.joint.no_answer_threshold must be a number, got "high"'),
-    ({"__float__": "NaN"}, r"calibration.joint.no_answer_threshold must be a number, got NaN"),  # as config.json saves it
+    ("high", rf'calibration.joint.no_answer_threshold {BOUNDED_THRESHOLD}"high"'),
+    ({"__float__": "NaN"}, rf"calibration.joint.no_answer_threshold {BOUNDED_THRESHOLD}NaN"),  # as config.json saves it
+    (1e308, rf"calibration.joint.no_answer_threshold {BOUNDED_THRESHOLD}1e\+308"),
 ])
 def test_a_calibrators_threshold_that_is_no_number_is_refused(saved_model, tmp_path, value, match):
     """A calibrator's own no-answer threshold went unchecked: a string ended the first answer in a numpy traceback, NaN
@@ -946,3 +950,10 @@ def test_the_cli_refuses_a_model_folder_whose_name_is_not_utf8_in_one_line(saved
     run = subprocess.run([sys.executable, "-m", "bio_mrc", "extract", "--model", str(folder), "--question", "Who?",
                           "--context", "Ada wrote it."], capture_output=True, text=True, encoding="utf-8", errors="replace")
     assert (run.returncode, run.stderr.splitlines()) == (2, [f"error: {LATIN1_NAME_LINE} (in {tmp_path}/copy-mod\\udce8le)"])
+
+
+@pytest.mark.parametrize("value, shown", [(1e308, r"1e\+308"), (-2e6, r"-2000000\.0"), ("0.5", r'"0\.5"')])
+def test_a_saved_threshold_past_its_bounds_is_refused_naming_them(saved_model, tmp_path, value, shown):
+    """A finite threshold past ±1e6 was refused as no number at all ("must be a number, got 1e+308")."""
+    refused(edit_config(copy_of(saved_model, tmp_path), no_answer_thresholds={"span": value}),
+            rf"config.json: no_answer_thresholds.span {BOUNDED_THRESHOLD}{shown} \(in ")

@@ -582,3 +582,57 @@ def test_the_tune_record_keeps_the_precision_and_device_its_scores_were_computed
     assert (tuned_on["precision"], tuned_on["device"]) == (expected, "cpu")
     card = (out / "README.md").read_text()
     assert f"content hash `{tuned_on['content_hash']}`), on scores computed in `{expected}` on `cpu`; saved in" in card
+
+
+def with_unanswerable_questions(folder):
+    """The sample's questions and three without an answer, as a SQuAD 2.0 file in ``folder``."""
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    data["data"][0]["paragraphs"][0]["qas"] += [
+        {"id": f"none-{k}", "question": question, "answers": [], "is_impossible": True}
+        for k, question in enumerate(["Who painted it?", "Where was it sold?", "How old is it?"])]
+    path = folder / "v2.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": data["data"]}), encoding="utf-8")
+    return path
+
+
+def test_a_tune_that_moves_the_length_prior_drops_the_settings_fitted_at_the_old_one(trained_dir, tmp_path, capsys):  # noqa: F811
+    """A tune of the joint decoding alone at another length prior, on the same questions, kept the BIO decoding's
+    no-answer threshold and calibrator, fitted at the prior before: its no-answer score moves with the prior, so it
+    abstained by a stale threshold. The span decoding, which reads no prior, keeps its own."""
+    questions, first, second = with_unanswerable_questions(tmp_path), tmp_path / "first", tmp_path / "second"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(questions), "--output-dir", str(first),
+                 "--no-calibration", "--bio-length-prior", "1"]) == 0
+    config = json.loads((first / "config.json").read_text())
+    thresholds = config["no_answer_thresholds"]
+    config["calibration"] = {decoding: {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "correct_if": "f1 > 0.5",
+                                        "questions": 11, "no_answer_threshold": thresholds[key]}
+                             for decoding, key in (("span", "span"), ("bio", "bio/ratio"))}
+    (first / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["tune", "--model", str(first), "--data", str(questions), "--output-dir", str(second),
+                 "--no-calibration", "--decoding", "joint", "--bio-length-prior", "3"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    after = json.loads((second / "config.json").read_text())
+    assert after["bio_length_prior"] == 3
+    assert set(after["no_answer_thresholds"]) == {"span", "joint"}
+    assert after["no_answer_thresholds"]["span"] == thresholds["span"]
+    assert set(after["calibration"]) == {"span"}
+    assert f"no_answer_thresholds: dropped (was {{'bio/ratio': {thresholds['bio/ratio']!r}}}, fitted at bio_length_prior 1, not 3)" in err
+    assert "calibration: dropped (was bio, fitted at bio_length_prior 1, not 3)" in err
+    # the same prior again: nothing fitted at another one, nothing dropped
+    again = tmp_path / "again"
+    assert main(["tune", "--model", str(second), "--data", str(questions), "--output-dir", str(again),
+                 "--no-calibration", "--decoding", "joint", "--bio-length-prior", "3"]) == 0
+    assert "dropped" not in capsys.readouterr().err
+    assert json.loads((again / "config.json").read_text())["no_answer_thresholds"] == after["no_answer_thresholds"]
+
+
+def test_a_prior_saved_where_none_was_is_stale_only_if_the_decodings_read_another():
+    """A model without a saved prior decodes at 0: a tune that saves 0 moves nothing, one that saves 2 moves it."""
+    from bio_mrc.inference.tuning import prior_stale
+    from bio_mrc.model import BioMrcConfig
+
+    before = BioMrcConfig(no_answer_thresholds={"span": 1.0, "bio/ratio": 2.0, "joint": 3.0})
+    assert prior_stale(before, 0.0) == {}
+    assert prior_stale(before, None) == {}
+    assert prior_stale(before, 2.0)["no_answer_thresholds"] == {"bio/ratio", "joint"}

@@ -485,7 +485,7 @@ def dropped_settings(before: BioMrcConfig, after: BioMrcConfig, fitted: Mapping[
     calibrators among them replace every saved one, so the other decodings' are dropped too (a decoding it fitted, or
     found degenerate, says so in its own line)."""
     if same_questions(before.tuned_on or {}, after.tuned_on or {}):
-        return []
+        return prior_dropped_lines(before, after, fitted)
     where = (before.tuned_on or {}).get("description", "other questions")
     names = ("no_answer_thresholds", *REPLACED_SETTINGS, *(name for name in MERGED_SETTINGS if name in (fitted or {})))
     lines = []
@@ -494,6 +494,35 @@ def dropped_settings(before: BioMrcConfig, after: BioMrcConfig, fitted: Mapping[
         if gone := {decoding: value for decoding, value in (getattr(before, name) or {}).items() if decoding not in now}:
             shown = ", ".join(gone) if name == "calibration" else gone  # a calibrator's fields would fill the line
             lines.append(f"{name}: dropped (was {shown}, tuned on {where}, not on these questions)")
+    return lines
+
+
+def prior_stale(before: BioMrcConfig, prior: float | None) -> dict[str, set[str]]:
+    """Per setting of :data:`PRIOR_FITTED_SETTINGS`, the keys ``before`` holds of the decodings that read the length
+    prior, where another ``prior`` is saved: their scores move with it, so what they were fitted at no longer holds.
+    Empty where the prior stays."""
+    if _decoded_prior(before.bio_length_prior) == _decoded_prior(prior):
+        return {}
+    readers = registry.length_prior_decodings()
+    keys = {"no_answer_thresholds": {threshold_key(decoding) for decoding in readers}} | dict.fromkeys(MERGED_SETTINGS, set(readers))
+    return {name: keys[name] & set(getattr(before, name) or {}) for name in PRIOR_FITTED_SETTINGS}
+
+
+def _decoded_prior(prior: float | None) -> float:
+    """The prior a decoding reads: none saved decodes as 0 (:func:`bio_mrc.decoding.postprocess.with_saved_settings`)."""
+    return 0.0 if prior is None else prior
+
+
+def prior_dropped_lines(before: BioMrcConfig, after: BioMrcConfig, fitted: Mapping[str, Any] | None = None) -> list[str]:
+    """One line per setting a tuning on the same questions dropped as fitted at the length prior it replaced (one it
+    fitted again, or found degenerate, says so in its own line)."""
+    lines = []
+    for name, keys in prior_stale(before, after.bio_length_prior).items():
+        now = {*(getattr(after, name) or {}), *((fitted or {}).get(name) or {})}
+        if gone := {key: value for key, value in (getattr(before, name) or {}).items() if key in keys and key not in now}:
+            shown = ", ".join(gone) if name == "calibration" else gone  # a calibrator's fields would fill the line
+            lines.append(f"{name}: dropped (was {shown}, fitted at bio_length_prior {_shown(before.bio_length_prior)}, "
+                         f"not {_shown(after.bio_length_prior)})")
     return lines
 
 
@@ -521,7 +550,8 @@ def stale_calibrator_lines(before: BioMrcConfig, after: BioMrcConfig) -> list[st
     return [f"calibrator {decoding}: dropped (fitted at no-answer threshold {calibrator['no_answer_threshold']:.4g}, "
             f"{_threshold_now(decoding, thresholds)}); its answers get no probability until a tune "
             "without --no-calibration fits one"
-            for decoding, calibrator in (before.calibration or {}).items() if decoding not in (after.calibration or {})]
+            for decoding, calibrator in (before.calibration or {}).items()
+            if decoding not in (after.calibration or {}) and decoding not in prior_stale(before, after.bio_length_prior).get("calibration", ())]
 
 
 def _threshold_now(decoding: str, thresholds: Mapping[str, float]) -> str:
@@ -563,6 +593,8 @@ def _not_fitted(previous: Mapping[str, Any], tuned_on: Mapping[str, Any], same: 
 REPLACED_SETTINGS = ("min_span_probabilities",)
 # Tuned settings saved per decoding: a tuning of some decodings on the model's own questions keeps the others'.
 MERGED_SETTINGS = ("min_span_probabilities", "calibration")
+# Tuned settings saved per decoding that a decoding reading the BIO length prior fits at it (its scores move with it).
+PRIOR_FITTED_SETTINGS = ("no_answer_thresholds", *MERGED_SETTINGS)
 
 
 def same_questions(previous: Mapping[str, Any], tuned_on: Mapping[str, Any]) -> bool:
@@ -596,6 +628,9 @@ def save_tuned_settings(
     same = same_questions(previous, tuned_on)
     if previous and "for_model" not in previous and not same and not overwrite:
         return False
+    if same:  # the settings of decodings this tuning left alone, fitted at a prior it replaces, would not hold
+        for name, keys in prior_stale(config, settings.get("bio_length_prior", config.bio_length_prior)).items():
+            setattr(config, name, {key: value for key, value in (getattr(config, name) or {}).items() if key not in keys} or None)
     kept = (config.no_answer_thresholds or {}) if same else {}
     config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf ("always abstain") survives the JSON round trip
     if not same:  # fitted on other questions, which the new tuned_on would not name: none is kept

@@ -167,9 +167,11 @@ _WARNED: set[str] = set()  # the unused settings already warned of
 
 
 def _check_threshold(value: Any, name: str, folder: Path) -> None:
-    """A saved no-answer threshold: a number, or ±Infinity (always or never abstain); NaN and the rest are refused."""
+    """A saved no-answer threshold: a number within ±:data:`MAX_SETTING`, or ±Infinity (always or never abstain); NaN and
+    the rest are refused."""
     if not (is_finite_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
-        raise fail(folder, "config.json", f"{name} must be a number, got {json_value(value)}")
+        raise fail(folder, "config.json", f"{name} must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}] or ±Infinity, "
+                   f"got {json_value(value)}")
 
 
 def _mapping(config: Mapping[str, Any], name: str, folder: Path) -> dict[str, Any]:
