@@ -17,7 +17,7 @@ import types
 import typing
 from typing import Any, Collection, TypeVar
 
-from .config_schema import field_choices, field_help
+from .config_schema import check_field_values, field_choices, field_help
 from .errors import ConfigError, argument
 
 T = TypeVar("T")
@@ -41,12 +41,14 @@ class _NotFinite(str):
     naming the flag and this text (``float`` would say ``nan`` for ``NaN`` and ``inf`` for ``Infinity``)."""
 
 
-def _number(text: str) -> float | _NotFinite:
+def number_option(text: str) -> float | _NotFinite:
+    """A number option's value: a float, or the text as typed where it reads as NaN or an infinity, for
+    :func:`refuse_non_finite` to name."""
     value = float(text)
     return value if math.isfinite(value) else _NotFinite(text)
 
 
-_number.__name__ = "float"  # argparse names the type in its errors: "invalid float value: 'x'"
+number_option.__name__ = "float"  # argparse names the type in its errors: "invalid float value: 'x'"
 
 
 def _value_type(annotation: Any) -> tuple[Any, int | None]:
@@ -60,8 +62,8 @@ def _value_type(annotation: Any) -> tuple[Any, int | None]:
         items = typing.get_args(annotation)
         if not items or Ellipsis in items or len(set(items)) != 1:
             raise TypeError(f"cannot make an option of {annotation} (a fixed-length tuple of one type)")
-        return _number if items[0] is float else items[0], len(items)
-    return _number if annotation is float else annotation, None
+        return number_option if items[0] is float else items[0], len(items)
+    return number_option if annotation is float else annotation, None
 
 
 def _option_fields(cls: type, exclude: Collection[str]) -> list[tuple[dataclasses.Field, Any]]:
@@ -137,18 +139,29 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -
             values[field.name] = overrides.pop(field.name)
         elif hasattr(args, field.name):
             value = getattr(args, field.name)
-            _refuse_non_finite(field.name, value)
+            refuse_non_finite(field.name, value)
             values[field.name] = tuple(value) if isinstance(value, list) and _value_type(annotation)[1] else value
     if overrides:
         raise TypeError(f"{cls.__name__} has no fields {sorted(overrides)}")
     return cls(**values)
 
 
-def _refuse_non_finite(name: str, value: Any) -> None:
-    """One line naming the option and the text it was given where that reads as NaN or an infinity."""
+def check_options(cls: type, args: argparse.Namespace) -> None:
+    """The parsed options of the dataclass ``cls``'s fields refused as :func:`config_from_args` refuses them, each
+    alone (NaN or an infinity named as typed, a value past its field's range), before a command's work settles the
+    fields it decides itself."""
+    values = {field.name: getattr(args, field.name) for field, _ in _option_fields(cls, ()) if hasattr(args, field.name)}
+    for name, value in values.items():
+        refuse_non_finite(name, value)
+    check_field_values(cls, values)
+
+
+def refuse_non_finite(name: str, value: Any) -> None:
+    """One line naming the option (the keyword ``name``) and the text it was given where that reads as NaN or an
+    infinity (:func:`number_option`)."""
     typed = next((item for item in (value if isinstance(value, list) else [value]) if isinstance(item, _NotFinite)), None)
     if typed is not None:
         raise ConfigError(f"{argument(name)} must be a finite number, got {typed}")
 
 
-__all__ = ["add_config_options", "config_from_args", "options_given"]
+__all__ = ["add_config_options", "check_options", "config_from_args", "number_option", "options_given", "refuse_non_finite"]

@@ -188,9 +188,15 @@ def check_fields(instance: Any) -> None:
         if changed:
             object.__setattr__(instance, name, plain)  # frozen configs too: still in __post_init__
             values[name] = plain
+    check_field_values(type(instance), values)
+
+
+def check_field_values(cls: type, values: Mapping[str, Any]) -> None:
+    """``values`` (some fields of the dataclass ``cls``, by name) refused as :func:`check_fields` refuses an instance,
+    each against its own field's schema: what a caller checks before the work that settles the other fields."""
     checked = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
-    if problems := schema_errors(checked, _cached_schema(type(instance), _current_choices(type(instance)))):
-        raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
+    if problems := schema_errors(checked, _cached_schema(cls, _current_choices(cls))):
+        raise ConfigError(f"{cls.__name__}: {problems[0]}")
 
 
 class UnaskedFloat(float):
@@ -218,5 +224,5 @@ def _plain_number(value: Any) -> Any:
     return int(value) if whole_number(value) else float(value)
 
 
-__all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema",
+__all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_field_values", "check_fields", "dataclass_schema", "field_choices", "field_schema",
            "schema_errors", "schema_message", "unasked_defaults", "unasked_fields", "whole_number"]

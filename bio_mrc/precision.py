@@ -63,7 +63,7 @@ def _machine_device(name: str, given: Any) -> str | None:
     kind, _, index = name.partition(":")
     if name == "cpu":
         return name
-    if kind == "cuda" and (not index or index.isdigit()):
+    if name == "cuda" or (kind == "cuda" and _numbered(index)):
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if int(index or 0) >= count:
             have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else NO_CUDA
@@ -74,6 +74,11 @@ def _machine_device(name: str, given: Any) -> str | None:
             raise ConfigError(f"device {given!r}: this machine has no Apple GPU (MPS) that torch can use")
         return name
     return None
+
+
+def _numbered(index: str) -> bool:
+    """Whether ``cuda:INDEX`` numbers a GPU: ASCII digits alone (``str.isdigit`` takes ``²`` too, which ``int`` refuses)."""
+    return index.isascii() and index.isdigit()
 
 
 def pipeline_device(device: Any) -> str | None:
@@ -127,7 +132,7 @@ def pin_process_device(device: str | None) -> None:
         _PINNED["device"] = kind
     if name == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    elif kind == "cuda" and index.isdigit():
+    elif kind == "cuda" and _numbered(index):
         if (world := launcher_number("WORLD_SIZE")) > 1:  # each process would see GPU N alone as its GPU 0
             raise ConfigError(f"device {device!r}: under a launcher of {world} processes each process trains on its own "
                               f"GPU (LOCAL_RANK); choose the GPUs with CUDA_VISIBLE_DEVICES and pass {argument('device', 'cuda')} "

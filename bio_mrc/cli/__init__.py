@@ -19,7 +19,7 @@ from ..launcher import check_launcher_environment, close_process_group
 from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
                       reader_gone, terminate_as_exit)
 from .leftovers import no_empty_torch_cache_folder
-from .options import FLAGS, argument_flags, check_model_names, expand_home
+from .options import FLAGS, argument_flags, check_model_names, check_optional_files, expand_home
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -53,6 +53,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
         check_model_names(args)
+        check_optional_files(args)
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
         with terminate_as_exit(), bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)):

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..config_options import refuse_non_finite
 from ..errors import ConfigError
 from ..io import check_folder_free, check_folder_target, check_library_path, check_outputs_apart
 from ..model_folder import CONVERT_STAGING_DIR, EXPORT_STAGING_DIR, check_convertible, check_exportable
@@ -47,12 +48,23 @@ def cmd_export(args: argparse.Namespace) -> int:
         named, one = " and ".join(f"--{name}" for name in unread), len(unread) == 1
         raise ConfigError(f"{named} {'is' if one else 'are'} read by the {EXPORT_OPTIONS[unread[0]]} export alone, not by "
                           f"--format {args.format}: leave {'it' if one else 'them'} out")
+    if given := {name: getattr(args, name) for name in EXPORT_OPTIONS if getattr(args, name) is not None}:
+        _check_export_options(given)
     check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
     folder = check_model_at_hand(args.model, args.revision, lambda folder: check_exportable(folder, args.model))  # before torch loads
     check_output_folder(args, folder, EXPORT_STAGING_DIR)
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
     return 0
+
+
+def _check_export_options(given: dict) -> None:
+    """The ONNX options given refused before torch loads, as export_onnx refuses them (a NaN or an infinity as typed)."""
+    from ..inference.export_options import DEFAULT_OPSET, TOLERANCE, check_export_options
+
+    for name, value in given.items():
+        refuse_non_finite(name, value)
+    check_export_options(**{"opset": DEFAULT_OPSET, "atol": TOLERANCE, **given})
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

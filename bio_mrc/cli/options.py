@@ -10,7 +10,8 @@ from typing import Callable
 
 from .. import registry
 from ..arguments import MAX_COUNT
-from ..config_options import config_from_args, options_given
+from ..config_options import check_options, config_from_args, options_given
+from ..errors import ConfigError, argument
 from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
@@ -22,6 +23,7 @@ DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and pre
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
+    check_options(TrainConfig, args)  # each option's own range first: fitting the windows may load torch, and says so
     return config_from_args(TrainConfig, args, **_fitted_windows(args))
 
 
@@ -151,6 +153,17 @@ def add_revision_option(parser: argparse.ArgumentParser) -> None:
 # in --output=~/x or a quoted "~/x"), so a file read is found and an output never goes to a folder named ~ here.
 PATH_OPTIONS = ("model", "data", "train", "eval", "predictions", "na_probs", "config", "data_dir", "cells_from",
                 "context_file", "output", "output_dir", "html", "plot_dir", "encoder", "init_from")
+
+
+# The optional file options a command reads as left out when empty: an empty value given (an unset shell variable) is
+# refused, never taken as no evaluation questions, no page or no earlier report.
+OPTIONAL_FILES = ("eval", "html", "na_probs", "baseline", "cells_from")
+
+
+def check_optional_files(args: argparse.Namespace) -> None:
+    for name in OPTIONAL_FILES:
+        if getattr(args, name, None) == "":
+            raise ConfigError(f"{argument(name)}: an empty path names no file; give one, or leave the option out")
 
 
 def check_model_names(args: argparse.Namespace) -> None:

@@ -7,7 +7,7 @@ import functools
 
 from .. import __version__, registry
 from ..argument_parser import RUN_QA_NOTE, CommandLineParser
-from ..config_options import add_config_options
+from ..config_options import add_config_options, number_option
 from ..decoding.postprocess import DecodeConfig
 from ..harness.config import PRESETS
 from ..metrics.stats import BOOTSTRAP_RESAMPLES
@@ -192,8 +192,7 @@ def _add_compare_and_extract(add_command) -> None:
 def _add_export_command(add_command) -> None:
     """export: a saved model as a self-describing ONNX folder that predict, extract and AnswerExtractor run.
     ``--opset`` and ``--atol`` are unset by default (export_onnx's defaults apply): their help names
-    bio_mrc.inference.onnx's DEFAULT_OPSET and TOLERANCE (not imported here, so that building the parser does not
-    load the inference package; tests/test_onnx.py ties them)."""
+    bio_mrc.inference.export_options' DEFAULT_OPSET and TOLERANCE (tests/test_onnx.py ties them)."""
     export = add_command("export", help="export a model to ONNX (needs pip install 'bio_mrc[onnx]'; predict/extract/"
                                          "AnswerExtractor run the folder with ONNX Runtime), or its span head as "
                                          "transformers' ...ForQuestionAnswering")
@@ -206,7 +205,7 @@ def _add_export_command(add_command) -> None:
                         help="onnx: the whole model for ONNX Runtime; transformers: the encoder and span head as "
                              "transformers' extractive QA model (no BIO head, windows or tuned settings)")
     export.add_argument("--opset", type=int, help="ONNX opset version (onnx) (default: 18)")
-    export.add_argument("--atol", type=float, help="largest logit difference from PyTorch allowed on the random windows "
+    export.add_argument("--atol", type=number_option, help="largest logit difference from PyTorch allowed on the random windows "
                                                    "checked at export (onnx) (default: 0.0001)")
     export.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
     export.set_defaults(func=cmd_export)

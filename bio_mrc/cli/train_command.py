@@ -12,6 +12,7 @@ from .. import registry
 from ..arguments import first_questions
 from ..errors import ConfigError
 from ..config_options import options_given
+from ..features.windows_cache import cache_budget_bytes
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
 from ..plurals import counted
 from .command_data import check_data_found, format_task, load_task_data
@@ -31,6 +32,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     for path in (args.train, args.eval):  # a missing file: before the options are checked against the encoder
         check_data_found(path, format_task(args))
     check_starting_point(args.init_from, args.encoder, args.revision)  # before torch loads
+    cache_budget_bytes()  # $BIO_MRC_WINDOWS_CACHE_GB, read once the windows are built
     with training_alone(Path(args.output_dir)):  # before the data is read; train_model holds it again
         return _train_into(args)
 

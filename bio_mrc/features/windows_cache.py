@@ -8,11 +8,12 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Callable
-
-import datasets
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # datasets loads where a cache is read: train checks the budget before any work
+    import datasets
 
 BUDGET_VARIABLE = "BIO_MRC_WINDOWS_CACHE_GB"
 DEFAULT_BUDGET_GB = 10.0  # about ten variants of all of SQuAD's training windows (about 1 GB each)
@@ -26,6 +27,8 @@ STALE_TEMPORARY_SECONDS = 24 * 3600
 def default_windows_cache() -> Path | None:
     """Where training windows are cached: beside ``datasets``' own cache (``HF_DATASETS_CACHE``);
     ``None`` (no cache) after ``datasets.disable_caching()``."""
+    import datasets
+
     return Path(datasets.config.HF_DATASETS_CACHE) / "bio_mrc_windows" if datasets.is_caching_enabled() else None
 
 
@@ -37,6 +40,8 @@ def drop_unreadable(cache_file: Path, complete: Callable[[datasets.Dataset], boo
     """Remove a windows file that cannot be read whole, or that reads as fewer windows than ``complete`` expects (an
     Arrow stream cut between two of its batches reads as a shorter one), so that the windows are built again and it
     is rewritten; refuse a folder or anything else but a file under its name, which would never be."""
+    import datasets
+
     if not os.path.lexists(cache_file):
         return
     if not cache_file.is_file():

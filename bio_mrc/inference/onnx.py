@@ -21,7 +21,6 @@ import contextlib
 import copy
 import importlib
 import logging
-import math
 import os
 import time
 import warnings
@@ -34,7 +33,7 @@ import torch
 
 from .. import __version__, registry
 from ..arguments import path_argument
-from ..errors import BioMrcError, ConfigError, InputWarning, ModelFormatError, argument
+from ..errors import BioMrcError, InputWarning, ModelFormatError, argument
 from ..encoders import answering_digest
 from ..hub import check_name_given, checked_local_path
 from ..features.question_columns import ENCODER_INPUTS
@@ -44,13 +43,11 @@ from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAn
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import EXPORT_STAGING_DIR, remove_replaced_model_files
 from ..progress import progress_note
+from .export_options import DEFAULT_OPSET, MIN_OPSET, TOLERANCE, check_export_options  # noqa: F401 (importable from here)
 from .loading import TrainedModel, check_pytorch_model
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, require
 
-DEFAULT_OPSET = 18
-MIN_OPSET = 7  # the oldest opset ONNX Runtime runs; the newest is the installed onnx's
-TOLERANCE = 1e-4  # the largest logit difference from PyTorch an export may have
 EXTERNAL_DATA_BYTES = 1_500_000_000  # weights above this go to model.onnx.data (one protobuf holds < 2 GB)
 STAGING_DIR = EXPORT_STAGING_DIR
 
@@ -276,20 +273,6 @@ def source_record(model_dir: str | Path, revision: str | None = None) -> dict[st
     if folder is None:  # a hub id: its snapshot is the hub's to change, under the same id
         return {"source": str(model_dir)}
     return {"source": os.path.abspath(folder), "source_digest": answering_digest(folder)}
-
-
-def check_export_options(opset: Any, atol: Any) -> None:
-    """Before any work: an opset the installed onnx knows (an unknown one ended in ONNX Runtime's traceback once the
-    model was exported), and a tolerance that is a positive number (NaN passed every check, and went into the marker
-    as JSON cannot write it)."""
-    newest = importlib.import_module("onnx").defs.onnx_opset_version()
-    if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= newest:
-        raise ConfigError(f"opset is an ONNX opset version from {MIN_OPSET} to {newest} (the installed onnx's newest), "
-                          f"got {opset!r}")
-    if isinstance(atol, float) and not math.isfinite(atol):
-        raise ConfigError(f"{argument('atol')} must be a finite number, got {atol!r}")
-    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or atol <= 0:
-        raise ConfigError(f"atol is the largest logit difference from PyTorch an export may have, a number above 0, got {atol!r}")
 
 
 def checked_runner(path: Path, config: BioMrcConfig, opset: int) -> OnnxModel:

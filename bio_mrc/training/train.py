@@ -18,6 +18,7 @@ from transformers import TrainerCallback, set_seed
 from ..arguments import count_argument, given_type, instance_argument, path_argument
 from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError, a_type, argument
+from ..features.windows_cache import cache_budget_bytes
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_folder_target, check_outputs_apart, home_expanded, writes_named
 from ..hub import local_folder, snapshot_commit
@@ -223,6 +224,7 @@ def _check_arguments(config: Any, output_dir: Any, checkpoint_steps: Any, callba
     path_argument(output_dir, "output_dir", call)
     count_argument(checkpoint_steps, "checkpoint_steps", call)
     instance_argument(network_args, dict, "network_args", call, optional=True)
+    cache_budget_bytes()  # the windows cache's size, before the output folder is made
     if callbacks is None:
         return
     stray = callbacks if not isinstance(callbacks, (list, tuple)) else next(

@@ -1,0 +1,124 @@
+"""Hostile values of command-line options (0, NaN, 1e309, out of range) are refused before any work, torch not yet
+loaded, in one line naming the option; the Python call refuses the same value in the same words."""
+
+from __future__ import annotations
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.errors import ConfigError
+
+from .conftest import SAMPLE_V1
+from .test_early_refusals import refused
+
+# Each option past its bound, and the line it gets: the range of TrainConfig's own field.
+TRAIN_OPTIONS = [
+    (["--epochs", "0"], "error: TrainConfig: epochs: 0.0 is less than or equal to the minimum of 0"),
+    (["--learning-rate", "nan"], "error: --learning-rate must be a finite number, got nan"),
+    (["--warmup-ratio", "1e309"], "error: --warmup-ratio must be a finite number, got 1e309"),
+    (["--doc-stride", "-1"], "error: TrainConfig: doc_stride: -1 is less than the minimum of 0"),
+    (["--seed", "9223372036854775808"], "error: TrainConfig: seed: 9223372036854775808 is greater than the maximum of 4294967295"),
+    (["--bio-prior", "2.5", "1", "1"], "error: TrainConfig: bio_prior[0]: 2.5 is greater than the maximum of 1"),
+]
+
+
+@pytest.mark.parametrize("options, line", TRAIN_OPTIONS)
+def test_train_refuses_an_option_past_its_range_before_fitting_windows_to_a_shorter_encoder(tiny_encoder_dir, tmp_path,
+                                                                                          capsys, options, line):
+    """An encoder of fewer positions than the default window (the tiny one holds 128) had its windows fitted first:
+    torch loaded to count them, and a note said what training would run with before the option was refused."""
+    argv = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir),
+            *options]
+    assert refused([argv], tmp_path) == {"lines": [[2, line]], "heavy": []}
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == line  # no note of fitted windows before it
+    assert not (tmp_path / "out").exists()
+
+
+EXPORT_OPTIONS = [
+    (["--opset", "0"], "error: opset is an ONNX opset version from 7 to {newest} (the installed onnx's newest), got 0"),
+    (["--opset", "-1"], "error: opset is an ONNX opset version from 7 to {newest} (the installed onnx's newest), got -1"),
+    (["--atol", "0"], "error: atol is the largest logit difference from PyTorch an export may have, a number above 0, got 0.0"),
+    (["--atol", "nan"], "error: --atol must be a finite number, got nan"),
+    (["--atol", "1e309"], "error: --atol must be a finite number, got 1e309"),  # as typed, not as float() reads it
+]
+
+
+@pytest.mark.parametrize("options, line", EXPORT_OPTIONS)
+def test_export_refuses_its_opset_and_tolerance_before_torch_loads(model_dir, tmp_path, options, line):
+    onnx = pytest.importorskip("onnx")
+    line = line.format(newest=onnx.defs.onnx_opset_version())
+    assert refused([["export", "--model", str(model_dir), "--output", str(tmp_path / "out"), *options]], tmp_path) == \
+        {"lines": [[2, line]], "heavy": []}
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("keyword, value, words", [
+    ("opset", 0, "opset is an ONNX opset version from 7 to"), ("atol", float("inf"), "atol must be a finite number, got inf"),
+    ("atol", -1.0, "a number above 0, got -1.0")])
+def test_export_onnx_refuses_the_same_values(model_dir, tmp_path, keyword, value, words):
+    from bio_mrc.inference.onnx import export_onnx
+
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+        export_onnx(model_dir, tmp_path / "out", **{keyword: value})
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_encoder_dir, tmp_path_factory):
+    from .conftest import untrained_model_folder
+
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("hostile") / "model", heads="span+bio",
+                                  max_seq_length=48, doc_stride=16, max_query_length=12)
+
+
+@pytest.mark.parametrize("device", ["cuda:²", "cuda:", "cuda:-1", "tpu"])
+def test_a_device_that_names_no_gpu_is_one_line(tmp_path, capsys, device):
+    """``cuda:²`` passed str.isdigit and ended in int()'s traceback; ``cuda:`` was read as ``cuda``."""
+    from bio_mrc.precision import resolve_device
+
+    line = f"error: device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto"
+    assert main(["predict", "--model", "m", "--data", "d", "--output", str(tmp_path / "o.json"), "--device", device]) == 2
+    assert capsys.readouterr().err.strip() == line
+    with pytest.raises(ConfigError, match="one of cpu, cuda, cuda:N"):
+        resolve_device(device)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["extract", "--model", "m", "--question", "Who?", "--context", "The Normans.", "--html", ""], "--html"),
+    (["train", "--train", str(SAMPLE_V1), "--output-dir", "{out}", "--eval", ""], "--eval"),
+    (["evaluate", "--data", str(SAMPLE_V1), "--predictions", "p.json", "--na-probs", ""], "--na-probs"),
+    (["evaluate", "--data", str(SAMPLE_V1), "--predictions", "p.json", "--baseline", ""], "--baseline"),
+    (["compare", "--config", "quick", "--output-dir", "{out}", "--cells-from", ""], "--cells-from"),
+])
+def test_an_empty_optional_file_is_refused_not_read_as_left_out(tmp_path, capsys, argv, flag):
+    """An empty --html wrote no page and --eval evaluated nothing, each with status 0: an unset shell variable read as
+    the option left out."""
+    argv = [arg.replace("{out}", str(tmp_path / "out")) for arg in argv]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"error: {flag}: an empty path names no file; give one, or leave the option out"
+    assert not (tmp_path / "out").exists()
+
+
+BUDGET_LINE = "BIO_MRC_WINDOWS_CACHE_GB='abc': give the windows cache's size as a number of gigabytes, 0 or more"
+
+
+def test_a_windows_cache_size_that_is_no_number_is_refused_before_any_work(tiny_encoder_dir, tmp_path):
+    """It was read once the windows were built: after the data was read and the model loaded, leaving OUTPUT_DIR/checkpoints."""
+    argv = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir),
+            "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+    assert refused([argv], tmp_path, BIO_MRC_WINDOWS_CACHE_GB="abc") == {"lines": [[2, f"error: {BUDGET_LINE}"]], "heavy": []}
+    assert not (tmp_path / "out").exists()
+
+
+def test_train_model_refuses_the_same_windows_cache_size_before_making_its_folder(tiny_encoder_dir, tmp_path, monkeypatch):
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    monkeypatch.setenv("BIO_MRC_WINDOWS_CACHE_GB", "abc")
+    config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12)
+    with pytest.raises(ConfigError) as refusal:
+        train_model(load_squad(str(SAMPLE_V1)), config, tmp_path / "out")
+    assert str(refusal.value) == BUDGET_LINE
+    assert not (tmp_path / "out").exists()
