@@ -46,6 +46,16 @@ def _values_taken(action: argparse.Action) -> int:
     return 1 if action.nargs in (None, "?") else action.nargs if isinstance(action.nargs, int) else sys.maxsize
 
 
+class EveryUse(argparse.Action):
+    """A list option's values from every use of it, in order (``--context A --context B`` is two texts): argparse's
+    default keeps the last use alone, dropping what came before without a word. The first use replaces the default."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        so_far = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, [*([] if so_far is None or so_far is self.default else so_far), *values])
+
+
 class CommandLineParser(argparse.ArgumentParser):
     """A top-level parser with subcommands that reads ``--run_qa_names`` and guesses at unknown options."""
 
@@ -153,4 +163,4 @@ class CommandLineParser(argparse.ArgumentParser):
         return f"{where} has no option {name}{hint}"
 
 
-__all__ = ["CommandLineParser", "RUN_QA_NAMES", "RUN_QA_NOTE"]
+__all__ = ["CommandLineParser", "EveryUse", "RUN_QA_NAMES", "RUN_QA_NOTE"]

@@ -122,3 +122,19 @@ def test_train_model_refuses_the_same_windows_cache_size_before_making_its_folde
         train_model(load_squad(str(SAMPLE_V1)), config, tmp_path / "out")
     assert str(refusal.value) == BUDGET_LINE
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("argv", "name", "expected"), [
+    (["extract", "--model", "m", "--question", "q", "--context", "a", "b", "--context", "c"], "context", ["a", "b", "c"]),
+    (["extract", "--model", "m", "--question", "q", "--context-file", "x", "--context-file", "y"], "context_file", ["x", "y"]),
+    (["predict", "--model", "m", "--data", "d", "--output", "o", "--decoding", "span", "--decoding", "bio"], "decoding", ["span", "bio"]),
+    (["predict", "--model", "m", "--data", "d", "--output", "o"], "decoding", ["auto"]),
+    (["compare", "--config", "quick", "--seeds", "1", "--seeds", "2", "3"], "seeds", [1, 2, 3]),
+    (["compare", "--config", "quick", "--runs", "a", "--runs", "b"], "runs", ["a", "b"]),
+])
+def test_a_list_option_given_twice_keeps_the_values_of_both_uses(argv, name, expected):
+    """argparse kept a list option's last use alone: ``--context a --context b`` answered from "b", the first text
+    dropped without a word. Every use adds its values; the first replaces the default."""
+    from bio_mrc.cli.parser import build_parser
+
+    assert getattr(build_parser().parse_args(argv), name) == expected

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import registry
+from ..argument_parser import EveryUse
 from ..arguments import MAX_COUNT
 from ..config_options import check_options, config_from_args, options_given
 from ..errors import ConfigError, argument
@@ -83,7 +84,7 @@ def add_network_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hub-strategy", choices=("end", "every_save", "checkpoint", "all_checkpoints"),
                         help="when Trainer pushes (with --push-to-hub) (default: every_save, Trainer's)")
     parser.add_argument("--hub-private-repo", action="store_true", help="make a new hub repository private (with --push-to-hub)")
-    parser.add_argument("--report-to", nargs="+", metavar="TRACKER",
+    parser.add_argument("--report-to", nargs="+", action=EveryUse, metavar="TRACKER",
                         help="send logs to these trackers (wandb, mlflow, comet_ml, ...); a config's training_args take only "
                              "local ones (tensorboard)")
 

@@ -6,7 +6,7 @@ import argparse
 import functools
 
 from .. import __version__, registry
-from ..argument_parser import RUN_QA_NOTE, CommandLineParser
+from ..argument_parser import RUN_QA_NOTE, CommandLineParser, EveryUse
 from ..config_options import add_config_options, number_option
 from ..decoding.postprocess import DecodeConfig
 from ..harness.config import PRESETS
@@ -72,7 +72,7 @@ def _add_predict_command(add_command) -> None:
     add_revision_option(predict)
     predict.add_argument("--data", required=True, help=DATA_HELP)
     predict.add_argument("--limit", type=count_option, help="answer the first N questions of --data (default: all)")
-    predict.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
+    predict.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+", action=EveryUse, default=[registry.AUTO_DECODING],
                          help=f"one or several; {AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
@@ -128,7 +128,7 @@ def _add_tune_command(add_command) -> None:
     add_revision_option(tune)
     tune.add_argument("--data", required=True, help=f"held-out questions, used neither for training nor for the final evaluation: {DATA_FORMS}")
     tune.add_argument("--limit", type=count_option, help="tune on the first N questions of --data (default: all)")
-    tune.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+",
+    tune.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+", action=EveryUse,
                       help="default: every decoding the model has; auto: the one predict and extract use by default, the best "
                            "the model's heads allow (joint with both heads)")
     tune.add_argument("--batch-size", type=count_option, default=None,
@@ -157,12 +157,12 @@ def _add_compare_and_extract(add_command) -> None:
                          "squad-v2.0/), needed only for those (default: $BIO_MRC_DATA or ../shared/data)")
     compare.add_argument("--output-dir", help="a new or empty folder, or an earlier comparison's (resumed); "
                          "default: runs/<config name>")
-    compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
+    compare.add_argument("--seeds", type=int, nargs="+", action=EveryUse, help="override the config's seeds; cells become mean ± sd")
     compare.add_argument("--encoder", help="override every run's encoder (a local folder or a Hugging Face hub id)")
     add_device_option(compare, pin=True)
     compare.add_argument("--print-schema", action="store_true",
                          help="print the JSON Schema of comparison configs (every key, type and range) and exit")
-    compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
+    compare.add_argument("--runs", nargs="+", action=EveryUse, metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
     compare.add_argument("--train-only", action="store_true",
                          help="train (or resume) every model and score nothing; a later compare scores them")
     compare.add_argument("--cells-from", metavar="REPORT",
@@ -174,10 +174,10 @@ def _add_compare_and_extract(add_command) -> None:
     add_revision_option(extract)
     add_precision_option(extract)
     extract.add_argument("--question", required=True, help="the question, as text")
-    extract.add_argument("--context-file", nargs="+", metavar="FILE",
+    extract.add_argument("--context-file", nargs="+", action=EveryUse, metavar="FILE",
                          help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file "
                               "(this or --context, one of the two)")
-    extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, instead of --context-file")
+    extract.add_argument("--context", nargs="+", action=EveryUse, metavar="TEXT", help="the text(s) themselves, instead of --context-file")
     extract.add_argument("--top-k", type=count_option, help="how many answers, best first (across every document; with --multi-span over "
                          "several documents every span, else default: 1)")
     extract.add_argument("--decoding", choices=registry.decoding_choices(), default=registry.AUTO_DECODING, help=AUTO_HELP)
