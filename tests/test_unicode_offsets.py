@@ -32,7 +32,9 @@ from bio_mrc.inference import AnswerExtractor, TrainedModel
 from .conftest import TOKENIZER_FAMILIES, family_params, _vocabulary, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
-QUESTION_WINDOWS = {**WINDOWS, "max_query_length": 27}  # QUESTION whole in every tokenizer here (byte-level BPE: 27 tokens)
+# QUESTION whole in every tokenizer here (byte-level BPE: 27 tokens). A byte-level BPE window holds 17 context tokens,
+# 5 of them new (a stride of 16 left 1): windows still start inside clusters of many bytes, in a fifth of the passes.
+QUESTION_WINDOWS = {**WINDOWS, "max_query_length": 27, "doc_stride": 12}
 QUESTION = "What is the ﬁrst Straße in İstanbul?"
 PIECES = [
     "İstanbul", "Straße", "ﬁnal", "Ⅻ", "ＡＢＣ１２３", "e\u0301te\u0301", "cafe\u0301", "a\u0308\u0323", "Ǆ", "ﬃ", "ŉ", "ᾳ",
