@@ -204,6 +204,51 @@ def test_resamples_without_a_baseline_is_refused(capsys, four):
                            "--baseline OLD to compare --predictions with, or drop --resamples")
 
 
+
+def test_a_seed_draws_other_resamples_and_the_same_seed_the_same(capsys, four):
+    """``--seed S``: the resamples drawn from S (the record says so); the same seed twice, the same intervals."""
+    data, write = four
+    new, old = write("new.json", NEW), write("old.json", OLD)
+    records = []
+    for seed in ("7", "7", "0"):
+        code, out, err = run(capsys, data, "--predictions", new, "--baseline", old, "--seed", seed)
+        assert code == 0, err
+        records.append(json.loads(out))
+    assert records[0] == records[1] and records[0]["bootstrap"]["seed"] == 7
+    f1 = records[0]["difference"]["f1"]
+    assert (f1["ci_low"], f1["ci_high"]) == pytest.approx(bootstrap_by_hand(F1_DIFFERENCES, seed=7))
+    assert records[2] == json.loads(run(capsys, data, "--predictions", new, "--baseline", old)[1])  # seed 0: the default
+    assert records[2]["difference"]["f1"]["diff"] == f1["diff"] and records[2]["difference"] != records[0]["difference"]
+
+
+@pytest.mark.parametrize("seed, words", [("-1", "a whole number from 0 to 4,294,967,295, not -1"),
+                                         ("1.5", "a whole number from 0 to 4,294,967,295, not '1.5'")])
+def test_a_seed_out_of_numpys_range_is_refused_by_argparse(capsys, four, seed, words):
+    data, write = four
+    with pytest.raises(SystemExit) as stopped:
+        run(capsys, data, "--predictions", write("new.json", NEW), "--baseline", write("old.json", OLD), "--seed", seed)
+    captured = capsys.readouterr()
+    assert stopped.value.code == 2 and captured.out == "" and f"argument --seed: {words}" in captured.err
+
+
+def test_a_seed_without_a_baseline_is_refused(capsys, four):
+    data, write = four
+    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), "--seed", "3")
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: --seed 3: the seed of the bootstrap resamples of --baseline's paired difference; give "
+                           "--baseline OLD to compare --predictions with, or drop --seed")
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", 2**32, True])
+def test_a_python_seed_that_is_no_seed_is_refused_before_any_file_is_read(four, seed):
+    """numpy refused it once both files were scored, in its own words (``expected non-negative integer``)."""
+    from bio_mrc.inference.paired_evaluation import compare_predictions
+
+    data, _ = four
+    with pytest.raises(ConfigError, match=r"^compare_predictions: seed is a whole number from 0 to 4,294,967,295; got "):
+        compare_predictions(data, data.parent / "missing-new.json", data.parent / "missing-old.json", seed=seed)
+
+
 def test_the_difference_is_of_the_scores_the_no_answer_probabilities_give(capsys, four):
     """Records with a ``no_answer_probability`` above 1 abstain in the official ``exact`` and ``f1`` (its default
     threshold): the paired difference is of those scores, not of the answers as written. q2's new answer "blue" is

@@ -12,6 +12,7 @@ from .. import registry
 from ..argument_parser import EveryUse
 from ..arguments import MAX_COUNT
 from ..config_options import check_options, config_from_args, options_given
+from ..config_schema import SEED_RANGE
 from ..errors import ConfigError, argument
 from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
@@ -122,6 +123,18 @@ def add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> Non
     parser.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
                         help="where the model runs: auto = the GPU when there is one, else the CPU")
     parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
+
+
+def seed_option(text: str) -> int:
+    """A random seed numpy takes: a whole number from 0 to 2**32 - 1."""
+    low, high = SEED_RANGE["minimum"], SEED_RANGE["maximum"]
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"a whole number from {low} to {high:,}, not {text if value is not None else repr(text)}")
+    return value
 
 
 def count_option(text: str, least: int = 1) -> int:

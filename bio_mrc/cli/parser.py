@@ -10,7 +10,7 @@ from ..argument_parser import RUN_QA_NOTE, CommandLineParser, EveryUse
 from ..config_options import add_config_options, number_option
 from ..decoding.postprocess import DecodeConfig
 from ..harness.config import PRESETS
-from ..metrics.stats import BOOTSTRAP_RESAMPLES
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from ..model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
 from ..inference.defaults import (DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE,
                                  INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS)
@@ -20,7 +20,7 @@ from .answer_commands import cmd_extract, cmd_predict, cmd_serve
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
 from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_FORMS, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
                       add_revision_option,
-                      add_network_options, add_precision_option, count_option)
+                      add_network_options, add_precision_option, count_option, seed_option)
 from .score_commands import cmd_compare, cmd_evaluate
 from .train_command import cmd_train
 from .tune_command import cmd_tune
@@ -116,6 +116,9 @@ def _add_evaluate_command(add_command) -> None:
     evaluate.add_argument("--resamples", type=count_option, metavar="N",
                           help="bootstrap resamples of the questions for --baseline's intervals, drawn as compare draws them "
                                f"(with --baseline; default: {BOOTSTRAP_RESAMPLES})")
+    evaluate.add_argument("--seed", type=seed_option,
+                          help="the random seed the bootstrap resamples of --baseline's intervals are drawn from "
+                               f"(with --baseline; default: {BOOTSTRAP_SEED}, as compare's)")
     add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
 

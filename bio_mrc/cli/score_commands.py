@@ -14,7 +14,7 @@ from typing import Iterator, Mapping
 from ..errors import ConfigError, ModelFormatError, command_line_text
 from ..data.sources import default_data_dir
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
-from ..metrics.stats import BOOTSTRAP_RESAMPLES
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
@@ -45,6 +45,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.resamples is not None:  # else ignored without a word: one file has no paired difference to resample
         raise ConfigError(f"--resamples {args.resamples}: the bootstrap resamples of --baseline's paired difference; "
                           "give --baseline OLD to compare --predictions with, or drop --resamples")
+    if args.seed is not None:
+        raise ConfigError(f"--seed {args.seed}: the seed of the bootstrap resamples of --baseline's paired difference; "
+                          "give --baseline OLD to compare --predictions with, or drop --seed")
     check_prediction_files(args.predictions, args.na_probs)
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
@@ -98,7 +101,8 @@ def _evaluate_against_baseline(args: argparse.Namespace) -> int:
     with _unknown_ids_as_warning_lines(flags):
         result = compare_predictions(data, args.predictions, args.baseline, task=data_task(args, data), limit=args.limit,
                                      only_predicted=args.only_predicted, strict=args.strict, name=args.data,
-                                     n_resamples=args.resamples or BOOTSTRAP_RESAMPLES, progress=True, note=note)
+                                     n_resamples=args.resamples or BOOTSTRAP_RESAMPLES,
+                                     seed=BOOTSTRAP_SEED if args.seed is None else args.seed, progress=True, note=note)
     _warn_missing(result.new, args.predictions)
     _warn_missing(result.baseline, args.baseline)
     record = result.to_dict(args.predictions, args.baseline)

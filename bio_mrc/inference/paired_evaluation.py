@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..arguments import checked_limit, count_argument, path_argument, task_argument
+from ..config_schema import SEED_RANGE, whole_number
 from ..data.prediction_layouts import NO_ANSWER_KEY, PredictionFile, read_prediction_file
 from ..data.predictions import ScoredQuestions
 from ..data.squad import SquadFile, load_squad
@@ -62,7 +63,7 @@ def compare_predictions(
     ``predictions`` − ``baseline`` of each metric: a percentile bootstrap over questions (95%; ``n_resamples``
     resamples from ``seed``, a comparison's defaults). Problems with the pair are refused before anything is scored.
     ``progress``: a note of a subset scored, and a bar of the resamples drawn, on standard error."""
-    _check_arguments(data, predictions, baseline, task, limit, n_resamples)
+    _check_arguments(data, predictions, baseline, task, limit, n_resamples, seed)
     check_prediction_pair(predictions, baseline)
     if not isinstance(data, SquadFile):
         data = load_squad(data, needs_gold=CALL)
@@ -99,7 +100,7 @@ def check_prediction_pair(predictions: str | Path, baseline: str | Path) -> None
     _check_pair(read_prediction_file(predictions), read_prediction_file(baseline))
 
 
-def _check_arguments(data: Any, predictions: Any, baseline: Any, task: Any, limit: Any, n_resamples: Any) -> None:
+def _check_arguments(data: Any, predictions: Any, baseline: Any, task: Any, limit: Any, n_resamples: Any, seed: Any) -> None:
     """Before any file is read: each argument of a type it takes."""
     if not isinstance(data, SquadFile):
         path_argument(data, "data", CALL)
@@ -108,6 +109,9 @@ def _check_arguments(data: Any, predictions: Any, baseline: Any, task: Any, limi
     task_argument(task, CALL)
     checked_limit(limit)
     count_argument(n_resamples, "n_resamples", CALL, optional=False)
+    if not (whole_number(seed) and SEED_RANGE["minimum"] <= seed <= SEED_RANGE["maximum"]):  # numpy's seeds
+        raise ConfigError(f"{CALL}: seed is a whole number from {SEED_RANGE['minimum']} to {SEED_RANGE['maximum']:,}; "
+                          f"got {seed!r}")
 
 
 def _same_file(first: str | Path, second: str | Path) -> bool:
