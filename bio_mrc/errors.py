@@ -172,6 +172,11 @@ class FewTuningQuestionsWarning(InputWarning):
     'tune' split): what they fit follows the questions drawn."""
 
 
+class AlwaysAbstainWarning(InputWarning):
+    """A no-answer threshold tuned as -inf ("always abstain"): the F1-best choice on the tuning questions, kept, and a
+    decoding that answers no question with it."""
+
+
 class OutputError(BioMrcError, OSError):
     """An output could not be written: its device is full, or the user's quota is spent."""
 

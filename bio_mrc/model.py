@@ -483,6 +483,32 @@ def _encoder_class(encoder_config: PreTrainedConfig) -> type[PreTrainedModel]:
     return next((cls for cls in found if cls.__name__ in named), found[0])
 
 
+def attention_kernels(encoder_config: PreTrainedConfig) -> tuple[type[PreTrainedModel], list[str]]:
+    """The class of the encoder ``encoder_config`` describes and the attention kernels (transformers' names for
+    ``attn_implementation``) it runs on this machine: those its class supports, flash attention only with a device its
+    builds run on and its package or transformers' kernels, flex attention where torch has it."""
+    from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIBILITY_MATRIX
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.utils import is_kernels_available, is_torch_flex_attn_available
+
+    found = _encoder_class(encoder_config)
+
+    def flash(version: str) -> bool:
+        entry = FLASH_ATTENTION_COMPATIBILITY_MATRIX.get(int(version)) if version.isdigit() else None
+        return (entry is not None and found._supports_flash_attn and any(here() for here, _ in entry["supported_devices"])
+                and (entry["general_availability_check"]() or is_kernels_available()))
+
+    # each family of transformers' kernel names, with whether this encoder runs it here; any other (eager) runs anywhere
+    families = {"flash_attention_": flash, "flex_attention": lambda _: found._supports_flex_attn and is_torch_flex_attn_available(),
+                "sdpa": lambda _: found._supports_sdpa}
+
+    def runs(name: str) -> bool:
+        family = next((prefix for prefix in families if name.removeprefix("paged|").startswith(prefix)), None)
+        return family is None or families[family](name.removeprefix("paged|").removeprefix(family))
+
+    return found, [name for name in ["eager", *ALL_ATTENTION_FUNCTIONS.valid_keys()] if runs(name)]
+
+
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
     """BERT-like encoders build a pooler we never use; skip it where the class allows."""
     try:
@@ -508,5 +534,5 @@ def register_auto_classes() -> None:
 register_auto_classes()
 
 __all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "FreshHeadsNote", "UnsavedEncoderWeightsWarning",
-           "encoder_dropout_names", "encoder_dropout_unset", "forward_signature", "non_finite_weights", "register_auto_classes",
+           "attention_kernels", "encoder_dropout_names", "encoder_dropout_unset", "forward_signature", "non_finite_weights", "register_auto_classes",
            "set_encoder_dropout"]

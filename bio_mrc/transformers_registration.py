@@ -88,8 +88,10 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
             from .hub import named_as_given
 
             name, revision = str(model), kwargs.pop("revision", None)  # the snapshot is the revision: none is left to resolve
-            folder = import_module(PIPELINE_MODULE).checked_model_folder(name, revision, kwargs.get("device"), **_hub_options(kwargs))
-            with named_as_given(name, folder):  # the snapshot's errors name the id given
+            loading = import_module(PIPELINE_MODULE)
+            attention = (kwargs.get("model_kwargs") or {}).get("attn_implementation")
+            folder = loading.checked_model_folder(name, revision, kwargs.get("device"), attention, **_hub_options(kwargs))
+            with named_as_given(name, folder), loading.folder_checked(folder):  # the snapshot's errors name the id given
                 return made(task, str(folder), *args, **kwargs)
         return made(task, model, *args, **kwargs)
 

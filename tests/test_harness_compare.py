@@ -1,7 +1,9 @@
 """The comparison harness end to end on the tiny encoder."""
 
 import json
+import math
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
-from bio_mrc.errors import ConfigError, DataFormatError, FewTuningQuestionsWarning
+from bio_mrc.errors import AlwaysAbstainWarning, ConfigError, DataFormatError, FewTuningQuestionsWarning
 from bio_mrc.inference import TrainedModel
 from bio_mrc.machine import machine_description
 
@@ -246,6 +248,11 @@ def _data_config(kind, tmp_path):
     return {name: {"path": path, "split": {**thirds, "part": part}} for part, name in enumerate(("train", "eval", "tune"))}
 
 
+def _always_abstains(threshold) -> bool:
+    """A cell's threshold as report.json holds it: a number, or JSON's word for -inf."""
+    return threshold is not None and float(threshold.get("__float__") if isinstance(threshold, dict) else threshold) == -math.inf
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["squad-v1.1", "squad-v2.0", "multispanqa"])
 def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encoder_dir, tmp_path, kind):
@@ -253,9 +260,14 @@ def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encode
     raw = {key: value for key, value in raw.items() if value is not None}
     reports = []
     for name in ("a", "b"):
-        compare(parse_config(raw), FIXTURES, tmp_path / name, progress=False)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", AlwaysAbstainWarning)
+            compare(parse_config(raw), FIXTURES, tmp_path / name, progress=False)
         reports.append(without_timings_and_paths(json.loads((tmp_path / name / "report.json").read_text()), tmp_path / name))
         assert not any(c["reused_model"] for c in reports[-1]["cells"])  # trained from scratch both times
+        # a tiny model on a few tuning questions may abstain on all of them: each decoding that does is said, alone
+        warned = [re.search(r"tuned for (\w+) is -inf", str(w.message))[1] for w in said if w.category is AlwaysAbstainWarning]
+        assert sorted(warned) == sorted(c["decoding"] for c in reports[-1]["cells"] if _always_abstains(c.get("threshold")))
     assert reports[0] == reports[1] and reports[0]["eval"]["task"] == kind
     if kind == "squad-v2.0":  # thresholds tuned, and the unanswerable questions scored
         assert all(c["threshold"] is not None for c in reports[0]["cells"])

@@ -41,6 +41,8 @@ With ``multi_span``, every document's own multi-span answer's spans (none of one
 from __future__ import annotations
 
 import bisect
+import contextlib
+import contextvars
 import functools
 import inspect
 import itertools
@@ -78,7 +80,8 @@ from .documents import DocumentRanking, rank_chunk
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_top_k
 from .loading import TrainedModel, check_folder_to_load, check_onnx_device, forward_precision, model_backend, window_settings
 from .onnx_runner import OnnxModel
-from .pipeline_keywords import checked_keywords, dtype_precision  # noqa: F401 (checked_keywords: read by pipeline())
+from .pipeline_keywords import LOADER_KEYWORDS, check_attention_kernel, check_model_kwargs, dtype_precision
+from .pipeline_keywords import checked_keywords  # noqa: F401 (read by pipeline())
 from .text_inputs import text_input
 
 TASK = "bio-mrc-qa"
@@ -120,6 +123,9 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         on such a CPU the faster of the two for this model, measured once and cached: :mod:`bio_mrc.precision`), fp32 or bf16;
         ``dtype`` (``pipeline(dtype=...)``, ``torch_dtype=``): ``torch.float32`` is fp32, ``torch.bfloat16`` bf16."""
         precision = dtype_precision(dtype, precision)  # refused before the model is read further
+        if isinstance(model, ModelToLoad):  # transformers' loading step handed the path on: checked, then loaded here
+            precision = dtype_precision(model.dtype, precision, model.dtype_name)
+            model = model.load(kwargs.get("device"))
         device = kwargs.get("device")
         if isinstance(model, OnnxModel) and (device is None or (isinstance(device, str) and device.strip().lower() == "auto")):
             kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
@@ -303,11 +309,12 @@ class _Questions:
     last: bool = True  # the last chunk of them
 
 
-def checked_model_folder(name: str, revision: str | None = None, device: Any = None, **hub: Any) -> Path:
+def checked_model_folder(name: str, revision: str | None = None, device: Any = None, attention: Any = None, **hub: Any) -> Path:
     """The local folder of the model ``name`` (a folder, or a hub id's snapshot at ``revision``, the cache first) as
     ``pipeline("bio-mrc-qa", model=name)`` reads it, refused in the line every other door gives before transformers
     reads a file of it (:func:`~bio_mrc.inference.loading.check_folder_to_load`); a refusal names it as given.
     ``device`` is checked first (:func:`~bio_mrc.precision.pipeline_device`), as every door checks its options first.
+    ``attention``: ``model_kwargs``' ``attn_implementation``, a kernel the encoder runs here (:func:`check_attention_kernel`).
     ``hub``: the pipeline's ``token``, ``cache_dir`` and ``local_files_only``, as :func:`~bio_mrc.hub.local_folder` takes them."""
     pipeline_device(device)
     hub["local_files_only"] = check_flag(hub.get("local_files_only", False), "local_files_only")
@@ -315,6 +322,7 @@ def checked_model_folder(name: str, revision: str | None = None, device: Any = N
     export_device(device, model_backend(folder) == "onnx", name)
     with named_as_given(name, folder):
         check_folder_to_load(folder)
+        check_attention_kernel(attention, folder, name)
     warn_export_beside_weights(folder, "auto", name)
     return folder
 
@@ -541,13 +549,69 @@ class QuietModelLoader:
             return AutoModelForQuestionAnswering.from_pretrained(*args, **{**kwargs, "dtype": torch.float32})
 
 
+# The folder pipeline() checked before transformers read it (where bio_mrc's pipeline() ran): not checked again.
+_CHECKED_FOLDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("checked_folder", default=None)
+
+
+@contextlib.contextmanager
+def folder_checked(folder: Path):
+    """Within it, the pipeline's loading takes ``folder`` as checked (:func:`checked_model_folder` ran on it)."""
+    token = _CHECKED_FOLDER.set(str(folder))
+    try:
+        yield
+    finally:
+        _CHECKED_FOLDER.reset(token)
+
+
+class ModelToLoad:
+    """What the task's loading step gives ``pipeline("bio-mrc-qa", model=PATH)``: the path and the keywords transformers
+    hands a loader (``model_kwargs`` with its own), no file read. The pipeline's constructor loads it once they and the
+    folder are checked: refusals are its own one line, not an error of each loader transformers tried, and they hold
+    however ``pipeline`` was imported (transformers' own function, bound before ``import bio_mrc``, included)."""
+
+    device = None  # read by pipeline() beside a device_map: the model's place is the constructor's to set
+
+    def __init__(self, path: str, keywords: dict[str, Any]) -> None:
+        self.path, self.keywords = path, keywords
+
+    @classmethod
+    def from_pretrained(cls, path: Any, **keywords: Any) -> "ModelToLoad":
+        return cls(str(path), keywords)
+
+    @property
+    def dtype_name(self) -> str:
+        """Where the precision was given: ``dtype`` (pipeline()'s, or model_kwargs' moved there) or ``torch_dtype``."""
+        return "dtype" if self.keywords.get("dtype") not in (None, "auto") else "torch_dtype"
+
+    @property
+    def dtype(self) -> Any:
+        return self.keywords.get(self.dtype_name)
+
+    def load(self, device: Any) -> Any:
+        """The model (bio_mrc's, its export, or transformers' extractive QA model), once ``model_kwargs``
+        (:func:`check_model_kwargs`), ``device``, the folder and the attention kernel are checked, before any weight is
+        read; a hub id is read from its cached snapshot."""
+        rest = {name: value for name, value in self.keywords.items() if name not in LOADER_KEYWORDS}
+        check_model_kwargs(rest)
+        folder = Path(self.path)
+        if _CHECKED_FOLDER.get() != self.path:
+            hub = {name: self.keywords[name] for name in ("token", "local_files_only") if self.keywords.get(name) is not None}
+            hub |= {"cache_dir": rest["cache_dir"]} if rest.get("cache_dir") is not None else {}
+            folder = checked_model_folder(self.path, self.keywords.get("revision"), device, rest.get("attn_implementation"), **hub)
+        keywords = {name: value for name, value in self.keywords.items() if name != "revision"}  # the folder is the revision
+        with named_as_given(self.path, folder):
+            if model_backend(folder) == "onnx":
+                return OnnxModel.from_pretrained(folder)
+            return QuietModelLoader.from_pretrained(str(folder), **keywords)
+
+
 def register_pipeline() -> str:
     """Register the ``bio-mrc-qa`` task with transformers' pipeline registry (idempotent); returns its name.
     Importing this module calls it; after ``import bio_mrc``, ``pipeline("bio-mrc-qa", ...)`` imports this module."""
     if PIPELINE_REGISTRY.supported_tasks.get(TASK, {}).get("impl") is not BioMrcQuestionAnsweringPipeline:
         PIPELINE_REGISTRY.register_pipeline(
-            # A PyTorch model folder loads as BioMrcForQuestionAnswering; an exported folder (no PyTorch weights) as OnnxModel.
-            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=(QuietModelLoader, OnnxModel), type="text"
+            # The constructor loads the model: a PyTorch folder as BioMrcForQuestionAnswering, an export as OnnxModel.
+            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=(ModelToLoad,), type="text"
         )
     return TASK
 

@@ -10,6 +10,7 @@ any other is refused in one line, and a dtype given there is the forward pass's 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import torch
@@ -21,6 +22,8 @@ from ..transformers_registration import TASK
 DTYPE_KEYWORDS = ("dtype", "torch_dtype")
 # pipeline()'s own keywords, which transformers hands the loaders beside model_kwargs: refused there, naming where to give them.
 PIPELINE_KEYWORDS = ("revision", "token", "local_files_only", "trust_remote_code", "code_revision", "device")
+# What transformers' pipeline() hands the model's loader besides model_kwargs: its own keywords and its bookkeeping.
+LOADER_KEYWORDS = (*PIPELINE_KEYWORDS, "device_map", "_from_pipeline")
 
 
 def dtype_precision(dtype: Any, precision: str | None, name: str = "dtype") -> str | None:
@@ -67,6 +70,28 @@ MODEL_KWARGS: dict[str, Callable[[str, Any], None]] = {
 }
 
 
+def check_attention_kernel(kernel: Any, folder: Path, where: str, name: str = "model_kwargs['attn_implementation']") -> None:
+    """``attn_implementation`` (None: the encoder's default; ``name``: where it was given) refused in one line, before
+    any weight loads, where the encoder of the PyTorch model in ``folder`` (named ``where``) cannot run it on this
+    machine, naming the kernels it can (:func:`bio_mrc.model.attention_kernels`); transformers' own refusal is an
+    error of each loader tried. A hub kernel (``org/repo``) is the encoder's to judge; an ONNX export runs none."""
+    from ..encoders import as_data
+    from ..model import attention_kernels
+    from ..model_folder import model_backend
+
+    if not isinstance(kernel, str) or "/" in kernel or model_backend(folder) == "onnx":
+        return
+    from transformers import AutoConfig
+
+    with as_data(str(folder)):
+        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
+    found, kernels = attention_kernels(getattr(config, "encoder", config))  # a bio_mrc model's encoder, or transformers' QA model
+    if kernel not in kernels and kernel.removeprefix("paged|") not in kernels:  # transformers drops "paged|" but of eager
+        shown = ", ".join(map(repr, kernels[:-1])) + f" and {kernels[-1]!r}" if len(kernels) > 1 else repr(kernels[0])
+        raise ConfigError(f"{name} {kernel!r}: the model's encoder, {found.__name__}, runs {shown} on this "
+                          f"machine: give one of them ({where})")
+
+
 def checked_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
     """``pipeline("bio-mrc-qa", ...)``'s ``keywords`` with ``model_kwargs`` and the dtypes checked; a dtype given in
     ``model_kwargs`` moved to ``dtype=``, the precision (the weights load in fp32 whatever it says), in a copy."""
@@ -86,6 +111,12 @@ def checked_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
 
 def _auto(value: Any) -> bool:
     return isinstance(value, str) and value == "auto"
+
+
+def check_model_kwargs(model_kwargs: Mapping[str, Any]) -> None:
+    """``model_kwargs`` as the model's loader gets them (transformers' own keywords left out) checked as
+    :func:`checked_keywords` checks them: a key no bio_mrc model reads, or a value of one that it reads, refused."""
+    _checked_model_kwargs(model_kwargs)
 
 
 def _checked_model_kwargs(model_kwargs: Any) -> Mapping[str, Any]:

@@ -5,6 +5,7 @@ per decoding. ``bio-mrc tune`` and
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
@@ -16,7 +17,7 @@ from ..answer_text import without_blank_edges
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
-from ..errors import DataFormatError
+from ..errors import AlwaysAbstainWarning, DataFormatError
 from ..io import atomic_write_text, signals_held
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
@@ -359,6 +360,8 @@ def _tune_settings(
             tuned.thresholds[key], best_f1 = best_no_answer_threshold(*columns)
             tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1, "questions": len(examples)}
             tuned.curves[decoding] = no_answer_threshold_curve(*columns)
+            if line := always_abstain_line(decoding, tuned.thresholds[key], tuned.curves[decoding], len(examples)):
+                warnings.warn(AlwaysAbstainWarning(line), stacklevel=3)  # tune_settings' caller
     if calibrate and len(examples) >= FEWEST_CALIBRATION_QUESTIONS:  # one question calibrates nothing
         fitted = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds, task)
         tuned.calibration = {decoding: c for decoding, c in fitted.items() if "degenerate" not in c}
@@ -366,6 +369,21 @@ def _tune_settings(
         tuned.report["calibration"] = {decoding: {key: c[key] for key in ("questions", "degenerate") if key in c}
                                        for decoding, c in fitted.items()}
     return tuned
+
+
+def always_abstain_line(decoding: str, threshold: float, curve: tuple[np.ndarray, np.ndarray], questions: int) -> str | None:
+    """Where ``decoding``'s tuned no-answer ``threshold`` is -inf (always abstain: abstaining on every one of the
+    ``questions`` scored at least as well as any threshold that answers some, ``curve``), the line that says so: the
+    choice stays, as the official search makes it, but the decoding answers nothing with it; else None."""
+    if threshold != -np.inf:
+        return None
+    thresholds, f1 = (np.asarray(values, dtype=np.float64) for values in curve)
+    answering = f1[thresholds > -np.inf]
+    return (f"the no-answer threshold tuned for {decoding} is -inf (always abstain): {decoding} will answer no question "
+            f"with it (always abstaining scores F1 {float(f1[thresholds == -np.inf].max()):.2f} on the "
+            f"{counted(questions, 'tuning question')}, the best threshold that answers some {float(answering.max()):.2f}); "
+            "tune on more held-out questions, or other ones, or set the threshold by hand in the model's config.json "
+            f"(no_answer_thresholds, key {threshold_key(decoding)!r})")
 
 
 def tune_span_count_rules(
