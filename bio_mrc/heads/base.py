@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from numbers import Integral, Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -28,8 +28,11 @@ class Head(nn.Module):
     are declared once, in its registry entry (:class:`bio_mrc.registry.HeadEntry`).
     """
 
+    if TYPE_CHECKING:  # nn.Module types every call as Any: a type checker reads a head's call as its forward
+        def __call__(self, hidden_states: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]: ...
+
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:  # pragma: no cover
-        """(batch, seq, hidden) states -> the head's logits, each (batch, seq, ...)."""
+        """``hidden_states``: (batch, seq, hidden) states -> the head's logits, each (batch, seq, ...)."""
         raise NotImplementedError
 
     def reset_bias(self) -> None:
@@ -43,7 +46,9 @@ class Head(nn.Module):
         tag_mask: torch.Tensor | None = None,
         **labels: torch.Tensor,
     ) -> torch.Tensor:  # pragma: no cover - abstract
-        """The scalar loss of what ``forward`` returned against the labels its registry entry names."""
+        """The scalar loss of ``logits``, what ``forward`` returned, against the ``labels`` its registry entry names;
+        ``attention_mask`` (the window's tokens) and ``tag_mask`` (the tokens that carry a tag), each (batch, seq), are
+        taken by every head, which reads the one it needs."""
         raise NotImplementedError
 
 

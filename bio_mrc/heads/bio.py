@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
@@ -39,6 +41,8 @@ class BIOHead(Head):
     prior-corrected logits ``W h_i + b - log w`` (``p_i`` again, calibrated as far
     as the plain loss would be) and every decoder reads them unchanged.
 
+    ``hidden_size``: the width H of the encoder's states; ``dropout``: the rate applied to them before the layer.
+
     ``prior`` initialises the bias to ``log prior`` so training starts from the
     tag frequencies (most tokens are O) instead of a uniform guess, whose large
     early O-token gradients would otherwise reshape the encoder first. Under
@@ -50,6 +54,9 @@ class BIOHead(Head):
     """
 
     reductions = BIO_LOSS_REDUCTIONS
+
+    if TYPE_CHECKING:  # forward's (nn.Module types every call as Any)
+        def __call__(self, hidden_states: torch.Tensor) -> torch.Tensor: ...
 
     def __init__(
         self,
@@ -84,7 +91,7 @@ class BIOHead(Head):
                 self.classifier.bias.copy_(torch.log(prior / prior.sum()))
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """(batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
+        """``hidden_states`` (batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
         logits = self.classifier(self.dropout(check_hidden_states(hidden_states, self.classifier)))
         if self.class_weights is not None:
             logits = logits - self._class_weight_tensor(logits).log()

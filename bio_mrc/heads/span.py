@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
@@ -19,8 +21,12 @@ class SpanHead(Head):
     when the window does not hold the answer) or distributions over positions
     (soft targets from several annotators: non-negative, summing to 1, none on
     padding; a row of zeros is no label, left out of the mean as -100 is).
-    Positions where ``attention_mask`` is 0 (padding) get no probability.
+    Positions where ``attention_mask`` is 0 (padding) get no probability. ``hidden_size``: the width H of the
+    encoder's states; ``dropout``: the rate applied to them before the layer.
     """
+
+    if TYPE_CHECKING:  # forward's (nn.Module types every call as Any)
+        def __call__(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
 
     def __init__(self, hidden_size: int, dropout: float = 0.0) -> None:
         super().__init__()
@@ -28,7 +34,7 @@ class SpanHead(Head):
         self.qa_outputs = nn.Linear(check_hidden_size(hidden_size), 2)
 
     def forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(batch, seq, hidden) -> ``(start_logits, end_logits)``, each (batch, seq)."""
+        """``hidden_states`` (batch, seq, hidden) -> ``(start_logits, end_logits)``, each (batch, seq)."""
         hidden_states = check_hidden_states(hidden_states, self.qa_outputs)
         start, end = self.qa_outputs(self.dropout(hidden_states)).unbind(-1)
         return start, end
@@ -41,11 +47,12 @@ class SpanHead(Head):
         attention_mask: torch.Tensor | None = None,
         tag_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``logits``: the ``(start_logits, end_logits)`` pair ``forward`` returned. Positions are
-        (batch,) integers or (batch, seq) distributions; a negative integer position (transformers' -100) is no
-        label: left out of the loss and of its mean, as transformers' ignore index is; one past the window or on padding
-        (``attention_mask`` 0) is a ValueError, as a distribution on padding is. ``tag_mask`` is taken for
-        the common ``Head`` call and not read: every position of the window may start or end the answer."""
+        """``logits``: the ``(start_logits, end_logits)`` pair ``forward`` returned. ``start_positions`` and
+        ``end_positions``, the answer's first and last token, are (batch,) integers or (batch, seq) distributions; a
+        negative integer position (transformers' -100) is no label: left out of the loss and of its mean, as
+        transformers' ignore index is; one past the window or on padding (``attention_mask`` 0) is a ValueError, as a
+        distribution on padding is. ``tag_mask`` is taken for the common ``Head`` call and not read: every position of
+        the window may start or end the answer."""
         self._check_loss_inputs(logits, start_positions, end_positions, attention_mask)
         losses = []
         for scores, target in zip(logits, (start_positions, end_positions)):

@@ -205,7 +205,7 @@ class AnswerExtractor:
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None,
                         revision: str | None = None, **kwargs) -> "AnswerExtractor":
-        """The extractor of a saved model folder or a hub id (read from the hub cache first) at ``revision`` (a branch,
+        """The extractor of ``model_dir``, a saved model folder or a hub id (read from the hub cache first), at ``revision`` (a branch,
         a tag or a commit hash; None: the default branch; refused with a folder); ``precision``: auto
         (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default); any other
         keyword (``decoding``, ``multi_span``, ...) is the constructor's: one it lacks (``multispan=``), and a decoding the
@@ -235,8 +235,9 @@ class AnswerExtractor:
         decoding: str | None = None,
         **decode_options,
     ) -> list[Prediction]:
-        """Decode window outputs with the saved thresholds and tuned settings, keeping every
-        n-best span. ``None`` options fall back to the extractor's own; ``decode_options``
+        """Decode ``outputs``, the windows of ``examples`` (:meth:`TrainedModel.windows`), with the saved thresholds and
+        tuned settings, keeping every n-best span. ``multi_span`` and ``decoding`` as in the constructor; ``None``
+        options fall back to the extractor's own; ``decode_options``
         (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`. Scores no decoding
         can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question; a
         ``bio_length_prior`` (given here or the extractor's) that the decoding never reads is refused."""
@@ -285,9 +286,10 @@ class AnswerExtractor:
 
     def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None,
                  require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str | None] | None = None):
-        """One question and one context: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
-        ``multi_span`` every answer span). Lists of questions and contexts: a list of them (a pandas Series, a numpy
-        array of strings, any other sequence or an iterator of texts answers as its list). One question and a list
+        """One ``question`` and one ``context``: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
+        ``multi_span`` every answer span; ``multi_span`` and ``decoding``: None, the extractor's own). Lists of
+        questions and contexts: a list of them (a pandas Series, a numpy array of strings, any other sequence or an
+        iterator of texts answers as its list). One question and a list
         of documents: :meth:`answer_documents` (``names`` name the documents). ``require_answer=False`` shapes
         ``multi_span`` answers alone, and is refused where single spans answer."""
         question, context = text_input(question, "question"), text_input(context, "context")  # an iterator read once, before it is looked at

@@ -68,7 +68,7 @@ class TrainedModel:
         model, which runs on ONNX Runtime's CPU provider (``cpu`` or ``auto``). ``decodings``: those the caller
         will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load.
         ``revision``: a hub id's branch, tag or commit hash, or a short hash of a cached commit (None: its default branch);
-        given with a local folder, refused."""
+        given with a local folder, refused. ``progress``: transformers' bar for the weights loading, on stderr."""
         check_load_arguments(model_dir, backend, decodings)
         check_name_given(model_dir)  # "" would be the current folder
         name = str(model_dir)

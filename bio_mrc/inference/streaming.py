@@ -322,8 +322,8 @@ def predict_to_files(
     shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False, source: str | None = None, *,
     name: str | None = None, limit: int | None = None, unanswerable: int | None = None,
 ) -> PredictionFiles:
-    """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
-    and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this), as ``bio-mrc predict`` does.
+    """Answer ``questions`` with ``trained`` into the answers stream beside ``output``, then write each decoding's
+    official, n-best and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this), as ``bio-mrc predict`` does.
     ``plan``'s decodings are settled first (:func:`answering_plan`: ``auto`` is the model's preferred one), and
     questions without an answer that a decoding with no tuned no-answer threshold answers are a
     :class:`~bio_mrc.inference.abstention.NeverAbstainsWarning`. ``output`` ``-``: the stream goes to standard output
@@ -331,7 +331,8 @@ def predict_to_files(
     data in the stream's record of its options (``<stem>.answers.run.json``), which a resume must match; ``name``
     names it in the warning. ``limit``: the first questions alone. ``total``: the number of questions (None: a
     list's length), and ``unanswerable`` how many have no answer (None: counted in a list; questions read once, an
-    iterator's, are not counted, so give it for the warning). Returns the files written (:class:`PredictionFiles`:
+    iterator's, are not counted, so give it for the warning). ``progress``: bars for the questions answered and the
+    windows run, on stderr. Returns the files written (:class:`PredictionFiles`:
     none for ``-``, nor on ranks other than 0)."""
     questions = _check_arguments(trained, questions, plan, output, limit)
     if resume and str(home_expanded(output)) == "-":  # before the plan is settled and its warnings said

@@ -118,7 +118,8 @@ def chunk_counts(
 def tag_scores(
     gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], strict: bool = False
 ) -> dict[str, float]:
-    """Micro-averaged entity ``{"precision", "recall", "f1"}`` in [0, 1], equal to seqeval's.
+    """Micro-averaged entity ``{"precision", "recall", "f1"}`` in [0, 1] of the tag sequences ``pred`` against
+    ``gold`` (each a sequence of tag strings, such as ``["B", "I", "O"]``), equal to seqeval's.
 
     ``strict=False``: seqeval's default mode; ``strict=True``: ``mode="strict",
     scheme=IOB2``. A zero denominator gives 0.0 (seqeval also warns; this is
