@@ -31,6 +31,7 @@ ONEDNN_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", 
 
 
 NO_CUDA = "no CUDA GPU that torch can use"  # a machine's lack of CUDA, in one wording at every door
+DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")  # and cuda:N, the GPU numbered N
 
 
 def default_device() -> str:
@@ -43,37 +44,45 @@ def default_device() -> str:
 def resolve_device(device: str | None = None) -> str:
     """The device a model runs on: ``auto`` (or None) is :func:`default_device`; ``cpu``, ``cuda``, ``cuda:N``
     and ``mps`` are checked against this machine, and one it lacks is a :class:`ConfigError` in one line."""
+    name = _device_name(device)
+    return default_device() if name == "auto" else _machine_device(name, device)
+
+
+def _device_name(device: Any) -> str:
+    """``device`` as a device name (None or "": auto), its form checked before torch loads: a name of no device
+    (``tpu``, ``0``, ``cuda:-1``) is a ConfigError in the words every door uses."""
     from .errors import ConfigError
 
     name = "auto" if device is None or device == "" else str(device).strip().lower()  # 0 names no device: refused, as 1 is
-    if name == "auto":
-        return default_device()
-    checked = _machine_device(name, device)
-    if checked is None:
+    if not _named_device(name):
         raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto")
-    return checked
+    return name
 
 
-def _machine_device(name: str, given: Any) -> str | None:
-    """``name`` (cpu, cuda, cuda:N, mps) if this machine has it, a ConfigError naming ``given`` if not; None: no such name."""
+def _named_device(name: str) -> bool:
+    """Whether ``name`` (lower case) is of :data:`DEVICE_NAMES` or ``cuda:N``, whatever this machine has."""
+    kind, _, index = name.partition(":")
+    return name in DEVICE_NAMES or (kind == "cuda" and _numbered(index))
+
+
+def _machine_device(name: str, given: Any) -> str:
+    """``name`` (cpu, cuda, cuda:N, mps: :func:`_named_device`) if this machine has it, a ConfigError naming ``given`` if not."""
     import torch
 
     from .errors import ConfigError
 
-    kind, _, index = name.partition(":")
     if name == "cpu":
-        return name
-    if name == "cuda" or (kind == "cuda" and _numbered(index)):
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if int(index or 0) >= count:
-            have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else NO_CUDA
-            raise ConfigError(f"device {given!r}: this machine has {have}")
         return name
     if name == "mps":
         if not torch.backends.mps.is_available():
             raise ConfigError(f"device {given!r}: this machine has no Apple GPU (MPS) that torch can use")
         return name
-    return None
+    index = name.partition(":")[2]
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if int(index or 0) >= count:
+        have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else NO_CUDA
+        raise ConfigError(f"device {given!r}: this machine has {have}")
+    return name
 
 
 def _numbered(index: str) -> bool:
@@ -102,11 +111,10 @@ def pipeline_device(device: Any) -> str | None:
     name = device.strip().lower() if isinstance(device, str) else None
     if name == "auto":
         return default_device()
-    checked = None if name is None else _machine_device(name, device)
-    if checked is None:
+    if name is None or not _named_device(name):
         raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto, or a GPU's "
                           "number N (-1: the CPU)")
-    return checked
+    return _machine_device(name, device)
 
 
 _PINNED: dict[str, str] = {}  # the device pin_process_device pinned this process to, under "device"
@@ -126,7 +134,7 @@ def pin_process_device(device: str | None) -> None:
     from .errors import ConfigError, argument
     from .launcher import launcher_number
 
-    name = str(device or "auto").strip().lower()
+    name = _device_name(device or "auto")
     kind, _, index = name.partition(":")
     if name != "auto":
         _PINNED["device"] = kind

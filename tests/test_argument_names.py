@@ -114,6 +114,7 @@ def test_every_argument_a_message_builds_is_a_flag_of_the_command_line(argument_
                        str(tiny_encoder_dir), "--hub-model-id", "me/m", "--hub-strategy", "end", "--hub-private-repo",
                        *WINDOW_FLAGS)
     not_finite = cli_refusal(capsys, "predict", "--model", "m", "--data", "d.json", "--output", "p.json", "--bio-length-prior=-Infinity")
+    empty = cli_refusal(capsys, "extract", "--model", "m", "--question", "q", "--context", "c", "--html", "")
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(three_answers[0]), "--limit", "4",
                  "--only-predicted"]) == 0
     record = tmp_path / "preds.answers.run.json"  # a resumed stream names the option that differs from its record's
@@ -126,6 +127,7 @@ def test_every_argument_a_message_builds_is_a_flag_of_the_command_line(argument_
     assert sorted(built_argument_places() - reached) == []
     assert said == "error: --hub-model-id and --hub-strategy and --hub-private-repo need --push-to-hub"
     assert not_finite == "error: --bio-length-prior must be a finite number, got -Infinity"
+    assert empty == "error: --html: an empty path names no file; give one, or leave the option out"
     assert "answers (--limit 4 --only-predicted)" in capsys.readouterr().err
 
 

@@ -113,12 +113,13 @@ def floats_apart(value) -> tuple:
     return walk(value), floats
 
 
-def assert_same_answers(got, expected) -> None:
+def assert_same_answers(got, expected, **tolerance) -> None:
     """The same spans, offsets and decisions; scores to float32 rounding, as a window's logits move in their last
-    bits with the windows padded and batched beside it."""
+    bits with the windows padded and batched beside it (``tolerance``: :func:`pytest.approx`'s ``rel`` and ``abs``,
+    by default a hundred-thousandth of the score or a millionth)."""
     (shape, scores), (expected_shape, expected_scores) = floats_apart(got), floats_apart(expected)
     assert shape == expected_shape
-    assert scores == pytest.approx(expected_scores, rel=1e-5, abs=1e-6)
+    assert scores == pytest.approx(expected_scores, **(tolerance or {"rel": 1e-5, "abs": 1e-6}))
 
 
 @pytest.mark.parametrize("decoding", ["span", "bio", "joint"])

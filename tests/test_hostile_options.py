@@ -84,6 +84,17 @@ def test_a_device_that_names_no_gpu_is_one_line(tmp_path, capsys, device):
         resolve_device(device)
 
 
+def test_a_device_of_no_such_form_is_refused_before_torch_loads(tmp_path):
+    """``tpu``, ``0`` and ``cuda:-1`` were refused once torch had loaded to look for such a device (``train`` pins it)."""
+    devices = ["tpu", "0", "cuda:-1", "cuda:²", "cuda:", "gpu:0", "cuda:0:1"]
+    commands = [["predict", "--model", "m", "--data", "d", "--output", str(tmp_path / "o.json")],
+                ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out")]]
+    result = refused([[*command, "--device", device] for device in devices for command in commands], tmp_path)
+    assert result == {"lines": [[2, f"error: device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto"]
+                                for device in devices for _ in commands], "heavy": []}
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("argv, flag", [
     (["extract", "--model", "m", "--question", "Who?", "--context", "The Normans.", "--html", ""], "--html"),
     (["train", "--train", str(SAMPLE_V1), "--output-dir", "{out}", "--eval", ""], "--eval"),

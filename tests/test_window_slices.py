@@ -2,7 +2,6 @@
 contexts' lengths, stay under a bound: one slice's windows and logits are held at a time, and the answers are those
 of the whole chunk run at once."""
 
-import dataclasses
 import json
 import math
 import weakref
@@ -10,6 +9,7 @@ import weakref
 import pytest
 
 from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.ties import NEAR_TIE
 from bio_mrc.features.config import FeatureConfig, estimated_windows
 from bio_mrc.inference import AnswerExtractor, StreamPlan, defaults
 from bio_mrc.inference.extract import window_slices
@@ -24,6 +24,9 @@ from .test_long_contexts import LONG_CONTEXT
 QUESTIONS = ["What were the Normans famed for?", "Who ruled Normandy?", "What was Norman French?", "When did Rollo rule?",
              "Who were famed?"]
 SHORT = "Rollo ruled Normandy in 911."
+# A slice's windows are padded and batched otherwise than the chunk's, which moves a score in float32's last bits
+# (up to about 7e-7 relative seen), never as far as the scores the decoders tell apart (NEAR_TIE).
+LAST_BITS = NEAR_TIE
 
 
 def windows_alive(monkeypatch, trained) -> list[int]:
@@ -48,6 +51,16 @@ def two_questions_a_slice(monkeypatch, trained) -> int:
     bound = 2 * estimated_windows(len(LONG_CONTEXT), trained.features)
     monkeypatch.setattr(defaults, "SLICE_WINDOWS", bound, raising=False)
     return bound
+
+
+def assert_as_one_pass(got, expected) -> None:
+    """The same answers, abstentions, offsets, documents and order as one pass; scores within :data:`LAST_BITS`."""
+    assert_same_answers(got, expected, rel=LAST_BITS)
+
+
+def read_lines(plans_lines: list[list[str]]) -> list[list[dict]]:
+    """Each plan's answer lines read back, so that their scores compare to float32 rounding and the rest exactly."""
+    return [list(map(json.loads, lines)) for lines in plans_lines]
 
 
 def windows_of_one(trained) -> int:
@@ -81,9 +94,8 @@ def test_a_chunk_over_a_long_context_holds_one_slice_of_windows_with_the_answers
     bound = two_questions_a_slice(monkeypatch, extractor.trained)
     alive = windows_alive(monkeypatch, extractor.trained)
     for multi_span, expected in whole.items():
-        assert [dataclasses.asdict(p) for p in extractor(QUESTIONS, LONG_CONTEXT, multi_span=multi_span)] == \
-            [dataclasses.asdict(p) for p in expected]
-    assert extractor(QUESTIONS, LONG_CONTEXT, top_k=3) == top
+        assert_as_one_pass(extractor(QUESTIONS, LONG_CONTEXT, multi_span=multi_span), expected)
+    assert_as_one_pass(extractor(QUESTIONS, LONG_CONTEXT, top_k=3), top)
     assert len(alive) == 3 * math.ceil(len(QUESTIONS) / 2)  # slices of two, two and one question, each call
     assert max(alive) <= min(2 * one, bound)  # one slice's windows alive at a time, never the chunk's
 
@@ -98,9 +110,7 @@ def test_predict_answers_a_chunk_a_slice_at_a_time_with_the_same_lines(trained_d
     two_questions_a_slice(monkeypatch, trained)
     alive = windows_alive(monkeypatch, trained)
     sliced = [chunk_lines(trained, chunk, plan) for plan in plans]
-    assert sliced[0] == whole[0]
-    # a tag posterior's messages are summed on Python floats for a few rows, by numpy steps for many: last bits apart
-    assert_same_answers([list(map(json.loads, lines)) for lines in sliced[1:]], [list(map(json.loads, lines)) for lines in whole[1:]])
+    assert_as_one_pass(read_lines(sliced), read_lines(whole))
     assert len(alive) == 2 * 5 and max(alive) <= 2 * one  # short, long, long, long, short, ...: [s l] [l l] [s l] [l l] [s l]
 
 
@@ -112,7 +122,7 @@ def test_one_question_over_long_documents_is_ranked_a_slice_at_a_time_as_in_one_
     two_questions_a_slice(monkeypatch, extractor.trained)
     alive = windows_alive(monkeypatch, extractor.trained)
     for top_k, expected in whole.items():
-        assert extractor(QUESTIONS[1], documents, top_k=top_k, multi_span=multi_span) == expected
+        assert_as_one_pass(extractor(QUESTIONS[1], documents, top_k=top_k, multi_span=multi_span), expected)
     assert len(alive) == 3 * 3  # [long short short] [long] [long]: the last is longer than the bound's half
 
 
@@ -127,7 +137,8 @@ def test_the_pipeline_answers_a_chunk_a_slice_at_a_time_with_the_answers_of_one_
     one = windows_of_one(qa.extractor.trained)
     two_questions_a_slice(monkeypatch, qa.extractor.trained)
     alive, calls = windows_alive(monkeypatch, qa.extractor.trained), qa.call_count
-    assert [qa(inputs), qa(inputs, multi_span=True), qa(question=QUESTIONS[0], context=[LONG_CONTEXT] * 3, top_k=2)] == whole
+    assert_as_one_pass([qa(inputs), qa(inputs, multi_span=True), qa(question=QUESTIONS[0], context=[LONG_CONTEXT] * 3, top_k=2)],
+                        whole)
     assert len(alive) == 3 + 3 + 2 and max(alive) <= 2 * one
     assert qa.call_count == calls + 3  # a call counts once, whatever its slices
 
@@ -160,12 +171,14 @@ def test_a_context_shared_by_a_chunks_slices_is_tokenized_once(trained_dir, monk
     chunk = [Example(f"q{k}", q, LONG_CONTEXT, None) for k, q in enumerate(QUESTIONS)]
     documents = [LONG_CONTEXT, LONG_CONTEXT + " Rollo.", LONG_CONTEXT, LONG_CONTEXT + " Rollo.", LONG_CONTEXT]
     whole = [chunk_lines(trained, chunk, plan), extractor(QUESTIONS, LONG_CONTEXT), extractor(QUESTIONS[1], documents, top_k=3)]
-    two_questions_a_slice(monkeypatch, trained)
+    # a long context and a longer one a slice, whatever their size: the chunk's slices [long long] [long long] [long]
+    longer = estimated_windows(len(documents[1]), trained.features)
+    monkeypatch.setattr(defaults, "SLICE_WINDOWS", estimated_windows(len(LONG_CONTEXT), trained.features) + longer, raising=False)
     asked, tokenized = windows_asked(monkeypatch, trained), contexts_tokenized(monkeypatch)
-    assert chunk_lines(trained, chunk, plan) == whole[0]
+    assert_as_one_pass(read_lines([chunk_lines(trained, chunk, plan)]), read_lines(whole[:1]))
     assert tokenized == [LONG_CONTEXT]  # once for the chunk's three slices, not once a slice
-    assert extractor(QUESTIONS, LONG_CONTEXT) == whole[1]
-    assert extractor(QUESTIONS[1], documents, top_k=3) == whole[2]
+    assert_as_one_pass(extractor(QUESTIONS, LONG_CONTEXT), whole[1])
+    assert_as_one_pass(extractor(QUESTIONS[1], documents, top_k=3), whole[2])
     assert asked == [2, 2, 1] * 3
     # the documents' slices [long, long'] [long, long'] [long]: each context tokenized once, as its slice held it
     assert tokenized == [LONG_CONTEXT] * 3 + [LONG_CONTEXT + " Rollo."]
