@@ -189,7 +189,7 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
     refusals = {
         ("--chunk-size", "1"): "--chunk-size 2, this run has 1",
         ("--batch-size", "3"): "--batch-size null, this run has 3",
-        ("--decoding", "bio"): '--decoding ["span"], this run has ["bio"]',
+        ("--decoding", "bio"): '--decoding ["span"], this run has ["span", "bio"]',  # each use adds its decodings
         ("--max-answer-length", "3"): "--max-answer-length 30, this run has 3",
     }
     for changed, named in refusals.items():
@@ -206,7 +206,7 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
     assert f'this run has "{other_data.resolve()}, ' in capsys.readouterr().err
     assert predict(model_dir, tmp_path / "p.json", *options, "--decoding", "auto", "--resume") == 2  # the heads' joint
-    assert 'made with --decoding ["span"], this run has ["joint"]' in capsys.readouterr().err
+    assert 'made with --decoding ["span"], this run has ["span", "joint"]' in capsys.readouterr().err
     monkeypatch.setattr(TrainedModel, "load", load)
     assert (tmp_path / "p.answers.jsonl").read_bytes() == stream
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0
