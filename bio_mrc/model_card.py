@@ -35,8 +35,9 @@ from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .model_folder import CARD_FILE, EXPORT_FILE, NOT_FITTED, special_floats
 from .plurals import counted, number_form
 
-__all__ = ["CARD_FILE", "EVAL_FILE", "ForeignCardWarning", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
-           "remove_generated_card", "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
+__all__ = ["CARD_FILE", "EVAL_FILE", "ForeignCardWarning", "card_metadata", "card_summary", "clear_model_card", "model_card_text",
+           "model_config", "public", "record_evaluation", "remove_generated_card", "render_exported_card", "render_model_card",
+           "write_exported_card", "write_model_card"]
 
 RUN_RECORD_FILE = RUN_FILE
 CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
@@ -112,10 +113,26 @@ def write_model_card(model_dir: str | Path, staged_for: str | Path | None = None
     config = _read_config(model_dir)
     if config is None:
         return None
-    record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
     target = Path(staged_for) if staged_for is not None else model_dir
+    return _write_card(model_dir, _folder_card(model_dir, config, target, export), target)
+
+
+def model_card_text(model_dir: str | Path, config: BioMrcConfig, staged_for: str | Path | None = None) -> str | None:
+    """The card :func:`write_model_card` writes in ``model_dir`` once its ``config.json`` holds ``config``, for a caller
+    that writes both together; None where ``model_dir`` (or ``staged_for``, see :func:`write_model_card`) holds a
+    README.md written by hand, which stays."""
+    model_dir = Path(model_dir)
+    target = Path(staged_for) if staged_for is not None else model_dir
+    if _left_by_hand(target / CARD_FILE):
+        return None
+    # surrogates of an undecodable file name as \\udcNN, as _write_card writes them
+    return _folder_card(model_dir, config, target, None).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _folder_card(model_dir: Path, config: BioMrcConfig, target: Path, export: Mapping | None) -> str:
+    record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
     export = export if export is not None else _export_record(model_dir)
-    return _write_card(model_dir, render_model_card(config, record, evaluation, target.name, export), target)
+    return render_model_card(config, record, evaluation, target.name, export)
 
 
 def _export_record(folder: Path) -> Mapping | None:
@@ -148,12 +165,18 @@ def _write_card(folder: Path, text: str, target: Path | None = None) -> Path | N
     """Write a generated card in ``folder``, never where ``target`` (the folder the card ends in: ``folder`` itself, or
     the output folder a staging folder's files move into along with the card, so that a stop after the move never
     leaves a model without its card) holds a README.md written by hand (one without the card's marker line)."""
-    card = (target or folder) / CARD_FILE
-    if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
-        warnings.warn(ForeignCardWarning(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is"), stacklevel=2)
+    if _left_by_hand((target or folder) / CARD_FILE):
         return None
     # a file name the locale could not decode (LC_ALL=C) holds surrogates: shown as \\udcNN, as Python's stderr does
     return atomic_write_bytes(folder / CARD_FILE, text.encode("utf-8", "backslashreplace"))
+
+
+def _left_by_hand(card: Path) -> bool:
+    """Whether ``card`` is a README.md written by hand (no marker line), which stays: said in a ForeignCardWarning."""
+    if not card.is_file() or CARD_MARKER in card.read_text(encoding="utf-8", errors="replace"):
+        return False
+    warnings.warn(ForeignCardWarning(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is"), stacklevel=3)
+    return True
 
 
 def _read_config(model_dir: Path) -> BioMrcConfig | None:

@@ -6,7 +6,9 @@ decoding answers the same, and a missing onnxruntime must be a clear error, not 
 The tests that read an export are in the slow tier: the dynamo exporter takes about 10 s on two cores.
 """
 
+import errno
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -247,6 +249,25 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
     examples = sample_v1.examples[:3]
     got, want = TrainedModel.load(tmp_path / "ts").windows(examples), TrainedModel.load(trained_dir, precision="fp32").windows(examples)
     np.testing.assert_allclose(got.start_logits, want.start_logits, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS])
+def test_a_write_failure_in_the_dynamo_exporter_is_one_error_not_a_fallback(trained_dir, tmp_path, monkeypatch, code):  # noqa: F811
+    """A full disk while the dynamo exporter wrote the graph fell back to the TorchScript exporter, which wrote a smaller
+    graph in the room left, exit 0: the disk's error is the one to show, and nothing is left of the export."""
+    from bio_mrc.errors import OutputError
+
+    exporters = []
+
+    def disk_fails(*args, dynamo=True, **kwargs):
+        exporters.append(dynamo)
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(torch.onnx, "export", disk_fails)
+    out = tmp_path / "exported"
+    with pytest.raises(OutputError, match=re.escape(f"[Errno {code}] {os.strerror(code)} (in {out}")):
+        export_onnx(trained_dir, out)
+    assert exporters == [True] and not out.exists()
 
 
 @pytest.mark.slow

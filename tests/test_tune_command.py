@@ -2,6 +2,8 @@
 few questions, no degenerate calibrator ever saved, and ``--output-dir`` for a tuned copy instead of in place."""
 
 import json
+import os
+import re
 import threading
 
 import numpy as np
@@ -460,6 +462,36 @@ def test_a_stop_while_tuned_settings_are_saved_leaves_no_card_of_other_settings(
         assert saved == {"joint": -2.0} and not (folder / CARD_FILE).exists()
     else:
         assert saved == {"joint": -2.0} and "-2" in (folder / CARD_FILE).read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names an open file by /proc")
+def test_a_disk_that_fills_while_the_card_is_written_keeps_the_old_settings_and_card(tiny_encoder_dir, tmp_path, monkeypatch):
+    """A full disk while the card was written (config.json already replaced) left the new settings and no card: the
+    card the folder held was lost. Both are written before either replaces the old: the old pair stays."""
+    import errno
+
+    from bio_mrc import io
+    from bio_mrc.inference.tuning import save_tuned_settings
+    from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
+    from bio_mrc.model_card import CARD_FILE, write_model_card
+
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
+    write_model_card(folder)
+    old = {name: (folder / name).read_bytes() for name in ("config.json", CARD_FILE)}
+    fsync = os.fsync
+
+    def card_does_not_fit(descriptor):  # the card's temporary file is the one the disk has no room for
+        if f".{CARD_FILE}." in os.readlink(f"/proc/self/fd/{descriptor}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return fsync(descriptor)
+
+    monkeypatch.setattr(io.atomic.os, "fsync", card_does_not_fit)
+    with pytest.raises(io.OutputError, match=re.escape(f"No space left on device (in {folder})")):
+        save_tuned_settings(folder, BioMrcConfig.from_pretrained(folder), {"joint": -2.0}, {},
+                            {"description": "d.json", "questions": 3, "content_hash": "cc"})
+    assert {name: (folder / name).read_bytes() for name in old} == old
+    assert sorted(path.name for path in folder.iterdir()) == sorted(["config.json", "model.safetensors", CARD_FILE])
 
 
 @pytest.mark.parametrize("into", ["the model", "--output-dir"])

@@ -38,7 +38,7 @@ from ..encoders import answering_digest
 from ..hub import check_name_given, checked_local_path
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import (READ_TRIES, atomic_write_bytes, atomic_write_json, atomic_write_text, check_folder_free, check_library_path, check_outputs_apart, remove_file,
-                  read_in_one_state, staged_folder, written_alone)
+                  is_write_failure, read_in_one_state, staged_folder, written_alone)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import EXPORT_STAGING_DIR, remove_replaced_model_files
@@ -152,6 +152,8 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
             )
         return {"exporter": "torch.onnx.export(dynamo=True)"}
     except Exception as err:  # noqa: BLE001 - any exporter failure falls back, and is recorded
+        if is_write_failure(err):  # a full disk or a refused write is the folder's, not the exporter's: no fallback
+            raise
         reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:500]
         warnings.warn(ExporterFallbackWarning(f"the dynamo ONNX exporter failed ({reason}); using the TorchScript exporter"),
                       stacklevel=2)

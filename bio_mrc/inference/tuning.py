@@ -18,10 +18,10 @@ from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import AlwaysAbstainWarning, DataFormatError
-from ..io import atomic_write_text, signals_held
+from ..io import atomic_writers
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
-from ..model_card import remove_generated_card, write_model_card
+from ..model_card import CARD_FILE, model_card_text, remove_generated_card
 from ..model_folder import NOT_FITTED
 from ..types import Example, Prediction, content_hash
 from ..plurals import counted
@@ -661,11 +661,30 @@ def save_tuned_settings(
         setattr(config, name, value)
     config.calibration = calibrators_at_thresholds(config.calibration, config.no_answer_thresholds)
     config.tuned_on = _not_fitted(previous, tuned_on, same, config)
-    with signals_held():  # a stop between the two would leave a card of the settings before
-        atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
-        try:
-            write_model_card(model_dir, staged_for=staged_for)  # the card shows the values just saved
-        except BaseException:  # a full disk: no card rather than one of the settings before
-            remove_generated_card(model_dir)
-            raise
+    _save_config_and_card(Path(model_dir), config, staged_for)
     return True
+
+
+def _save_config_and_card(model_dir: Path, config: BioMrcConfig, staged_for: str | Path | None) -> None:
+    """``config.json`` and the card that shows its values, written together: a full disk while either is written
+    keeps the old pair. A rename refused between the two leaves the new settings, and then no card rather than one
+    of the settings before."""
+    texts = {model_dir / "config.json": config.to_json_string()}
+    if (card := model_card_text(model_dir, config, staged_for)) is not None:  # None: a card written by hand stays
+        texts[model_dir / CARD_FILE] = card
+    try:
+        with atomic_writers(list(texts)) as handles:
+            for handle, text in zip(handles, texts.values()):
+                handle.write(text)
+    except BaseException:
+        if _holds(model_dir / "config.json", texts) and not _holds(model_dir / CARD_FILE, texts):
+            remove_generated_card(model_dir)
+        raise
+
+
+def _holds(path: Path, texts: Mapping[Path, str]) -> bool:
+    """Whether ``path`` holds the text ``texts`` has for it (its new content)."""
+    try:
+        return path in texts and path.read_text(encoding="utf-8") == texts[path]
+    except (OSError, ValueError):
+        return False

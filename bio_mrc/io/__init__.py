@@ -23,7 +23,7 @@ from .paths import (
     NAME_MAX, broken_link, check_file_target, check_folder_target, check_library_path, check_name_lengths,
     check_writable_folder, home_expanded, non_utf8_byte, special_file_kind
 )
-from .write_errors import TORCH_WRITE_FAILURES, file_size_limit, writes_named
+from .write_errors import TORCH_WRITE_FAILURES, file_size_limit, is_write_failure, writes_named
 from .owned_paths import UnsafePathError, open_no_follow, owned_path, plain_name, remove_file, remove_tree, replace_file
 from .locks import (
     FOLDER_BUSY, FolderBusyError, signals_held, sole_process_in, sole_writer, updated_alone, written_alone
@@ -44,7 +44,7 @@ __all__ = [
     "UnsafePathError", "atomic_move_files", "atomic_write_bytes", "atomic_write_json", "atomic_write_text",
     "atomic_writer", "atomic_writers", "broken_link", "check_file_target", "check_folder_free", "check_folder_target",
     "check_library_path", "check_name_lengths", "check_outputs_apart", "check_set_files", "check_writable_folder",
-    "file_sha256", "file_size_limit", "files_state", "finish_file_set", "fsync_dir", "home_expanded", "is_temporary_of",
+    "file_sha256", "file_size_limit", "files_state", "finish_file_set", "fsync_dir", "home_expanded", "is_temporary_of", "is_write_failure",
     "json_with_controls_escaped", "non_utf8_byte", "note_set_files", "open_no_follow", "owned_path", "plain_name",
     "prepare_output", "printable_json", "printable_line", "read_in_one_state", "remove_file", "remove_temporaries_of",
     "remove_tree", "replace_all", "replace_file", "replaced_together", "set_entries", "signals_held", "sole_process_in",

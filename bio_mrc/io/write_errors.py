@@ -12,8 +12,9 @@ from typing import Iterator
 from ..errors import OutputError
 
 
-# torch's checkpoint writer reports a full disk as a RuntimeError without the errno
-TORCH_WRITE_FAILURES = ("file write failed", "inline_container", "No space left on device")
+# torch's checkpoint writer reports a full disk as a RuntimeError without the errno (a record cut short, or the
+# archive's end that no longer fits: its C++ stream's error)
+TORCH_WRITE_FAILURES = ("file write failed", "inline_container", "No space left on device", "iostream error")
 
 
 @contextlib.contextmanager
@@ -38,6 +39,12 @@ def writes_named(folder: str | Path) -> Iterator[None]:
 
 # EFBIG: past a file size limit (ulimit -f, a file system's largest file), which Python meets as an error, not SIGXFSZ
 _REFUSED_WRITES = (errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.EFBIG)
+
+
+def is_write_failure(err: BaseException) -> bool:
+    """Whether ``err`` is the system refusing a write for the place written (a full disk or quota, a read-only or
+    failing device, a size limit), which another way of writing the same bytes would meet too."""
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, *_REFUSED_WRITES)
 
 
 def _written_under(err: OSError, folder: str | Path) -> bool:
