@@ -1,8 +1,10 @@
 """A model continued from another (``init_from``) starts from its decoding settings, marked as tuned for that model,
 without its calibrators; a tuning of the continued model replaces what it inherited, a comparison's included."""
 
+import os
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 from bio_mrc.inference.tuning import save_tuned_settings
 from bio_mrc.model import BioMrcConfig
@@ -64,31 +66,36 @@ def test_a_tuning_of_some_decodings_on_the_same_questions_keeps_the_others_span_
 
 
 def test_a_stop_while_tuned_settings_are_saved_waits_for_the_card(tiny_encoder_dir, tmp_path, monkeypatch):
-    """A Ctrl-C between config.json and the card left a card of the settings before: it now lands once both are written."""
+    """A Ctrl-C between config.json and the card left a card of the settings before: it now lands once both are renamed."""
     import signal
 
     import pytest
 
     from bio_mrc import model_card
-    from bio_mrc.inference import tuning
+    from bio_mrc.io import atomic
     from bio_mrc.model import BioMrcForQuestionAnswering
 
     folder = tmp_path / "model"
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
     config = BioMrcConfig.from_pretrained(folder)
     model_card.write_model_card(folder)  # the card of the settings before
+    renamed, real_replace = [], os.replace
 
-    def card_after_a_stop(model_dir, staged_for=None):
-        signal.raise_signal(signal.SIGINT)  # Ctrl-C just after config.json was written
-        model_card.write_model_card(model_dir, staged_for=staged_for)
+    def replace_after_a_stop(source, target):
+        if not renamed:
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C just before config.json replaces the old one
+        renamed.append(Path(target).name)
+        real_replace(source, target)
 
-    monkeypatch.setattr(tuning, "write_model_card", card_after_a_stop)
+    monkeypatch.setattr(atomic.os, "replace", replace_after_a_stop)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             save_tuned_settings(folder, config, {"joint": 0.25}, {"bio_length_prior": 1.5}, TUNED_ON)
     finally:
         signal.signal(signal.SIGINT, previous)
+    monkeypatch.undo()
+    assert renamed == ["config.json", CARD_FILE]
     assert BioMrcConfig.from_pretrained(folder).bio_length_prior == 1.5
     assert "1.5" in (folder / CARD_FILE).read_text(encoding="utf-8")  # the card of the settings saved
 
