@@ -22,15 +22,21 @@ TRAIN_OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("options, line", TRAIN_OPTIONS)
-def test_train_refuses_an_option_past_its_range_before_fitting_windows_to_a_shorter_encoder(tiny_encoder_dir, tmp_path,
-                                                                                          capsys, options, line):
+def _train_argv(tiny_encoder_dir, tmp_path, options: list[str]) -> list[str]:
+    return ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir), *options]
+
+
+def test_train_refuses_an_option_past_its_range_before_fitting_windows_to_a_shorter_encoder(tiny_encoder_dir, tmp_path):
     """An encoder of fewer positions than the default window (the tiny one holds 128) had its windows fitted first:
     torch loaded to count them, and a note said what training would run with before the option was refused."""
-    argv = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir),
-            *options]
-    assert refused([argv], tmp_path) == {"lines": [[2, line]], "heavy": []}
-    assert main(argv) == 2
+    argvs = [_train_argv(tiny_encoder_dir, tmp_path, options) for options, _ in TRAIN_OPTIONS]
+    assert refused(argvs, tmp_path) == {"lines": [[2, line] for _, line in TRAIN_OPTIONS], "heavy": []}
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("options, line", TRAIN_OPTIONS)
+def test_train_says_the_refusal_alone(tiny_encoder_dir, tmp_path, capsys, options, line):
+    assert main(_train_argv(tiny_encoder_dir, tmp_path, options)) == 2
     assert capsys.readouterr().err.strip() == line  # no note of fitted windows before it
     assert not (tmp_path / "out").exists()
 
@@ -44,12 +50,11 @@ EXPORT_OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("options, line", EXPORT_OPTIONS)
-def test_export_refuses_its_opset_and_tolerance_before_torch_loads(model_dir, tmp_path, options, line):
+def test_export_refuses_its_opset_and_tolerance_before_torch_loads(model_dir, tmp_path):
     onnx = pytest.importorskip("onnx")
-    line = line.format(newest=onnx.defs.onnx_opset_version())
-    assert refused([["export", "--model", str(model_dir), "--output", str(tmp_path / "out"), *options]], tmp_path) == \
-        {"lines": [[2, line]], "heavy": []}
+    argvs = [["export", "--model", str(model_dir), "--output", str(tmp_path / "out"), *options] for options, _ in EXPORT_OPTIONS]
+    lines = [[2, line.format(newest=onnx.defs.onnx_opset_version())] for _, line in EXPORT_OPTIONS]
+    assert refused(argvs, tmp_path) == {"lines": lines, "heavy": []}
     assert not (tmp_path / "out").exists()
 
 
