@@ -195,14 +195,15 @@ def test_answers_changed_counts_answers_the_task_tells_apart(capsys, four):
     assert code == 0 and json.loads(out)["answers_changed"] == 0
 
 
-def test_resamples_without_a_baseline_is_refused(capsys, four):
-    """One file has no paired difference: --resamples was ignored without a word."""
+@pytest.mark.parametrize("option, value, reads", [
+    ("--resamples", "500", "the bootstrap resamples of --baseline's paired difference"),
+    ("--seed", "3", "the seed of the bootstrap resamples of --baseline's paired difference")])
+def test_a_bootstrap_option_without_a_baseline_is_refused(capsys, four, option, value, reads):
+    """One file has no paired difference: --resamples was ignored without a word (--seed likewise)."""
     data, write = four
-    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), "--resamples", "500")
+    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), option, value)
     assert code == 2 and out == ""
-    assert err.strip() == ("error: --resamples 500: the bootstrap resamples of --baseline's paired difference; give "
-                           "--baseline OLD to compare --predictions with, or drop --resamples")
-
+    assert err.strip() == f"error: {option} {value}: {reads}; give --baseline OLD to compare --predictions with, or drop {option}"
 
 
 def test_a_seed_draws_other_resamples_and_the_same_seed_the_same(capsys, four):
@@ -229,14 +230,6 @@ def test_a_seed_out_of_numpys_range_is_refused_by_argparse(capsys, four, seed, w
         run(capsys, data, "--predictions", write("new.json", NEW), "--baseline", write("old.json", OLD), "--seed", seed)
     captured = capsys.readouterr()
     assert stopped.value.code == 2 and captured.out == "" and f"argument --seed: {words}" in captured.err
-
-
-def test_a_seed_without_a_baseline_is_refused(capsys, four):
-    data, write = four
-    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), "--seed", "3")
-    assert code == 2 and out == ""
-    assert err.strip() == ("error: --seed 3: the seed of the bootstrap resamples of --baseline's paired difference; give "
-                           "--baseline OLD to compare --predictions with, or drop --seed")
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, "3", 2**32, True])
