@@ -39,7 +39,7 @@ def missing_browser() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def driver():
+def driver(tmp_path_factory):
     reason = missing_browser()
     if reason:
         if REQUIRED:
@@ -54,7 +54,9 @@ def driver():
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1000"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    # Chromium leaves its single-instance socket folder in TMPDIR: the test's own temporary folder, not /tmp
+    service = Service(str(CHROMEDRIVER), env={**os.environ, "TMPDIR": str(tmp_path_factory.mktemp("chromium"))})
+    chrome = webdriver.Chrome(service=service, options=options)
     chrome.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH})
     yield chrome
     chrome.quit()
