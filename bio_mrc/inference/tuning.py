@@ -565,11 +565,11 @@ def stale_calibrator_lines(before: BioMrcConfig, after: BioMrcConfig) -> list[st
     """One line per calibrator ``before`` held that saving dropped as fitted at another no-answer threshold
     (:func:`calibrators_at_thresholds`), for a tune that fitted none."""
     thresholds = after.no_answer_thresholds or {}
+    kept_or_said = {*(after.calibration or {}), *prior_stale(before, after.bio_length_prior).get("calibration", ())}
     return [f"calibrator {decoding}: dropped (fitted at no-answer threshold {calibrator['no_answer_threshold']:.4g}, "
             f"{_threshold_now(decoding, thresholds)}); its answers get no probability until a tune "
             "without --no-calibration fits one"
-            for decoding, calibrator in (before.calibration or {}).items()
-            if decoding not in (after.calibration or {}) and decoding not in prior_stale(before, after.bio_length_prior).get("calibration", ())]
+            for decoding, calibrator in (before.calibration or {}).items() if decoding not in kept_or_said]
 
 
 def _threshold_now(decoding: str, thresholds: Mapping[str, float]) -> str:
