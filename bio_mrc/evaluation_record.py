@@ -33,7 +33,8 @@ def save_evaluation(
     ``threshold``, ``bio_length_prior``); ``splits``: the ``eval``, ``train`` and ``tune`` questions
     (None, the harness's splits, or their ``describe()`` dicts: ``description``, ``questions``,
     ``question_hash``, ``version``).
-    The same evaluation again (same questions, tuning questions, decoding options) replaces the old one.
+    The same evaluation again (same questions, tuning questions, decoding options) replaces the old one; with the same
+    results it is kept as it is, its date too (a comparison keeps the cells it reads back, as well as those it scores).
     """
     results = {cell["decoding"]: _scores(cell) for cell in cells if cell.get("em") is not None and len(cell["em"])}
     if not results:
@@ -45,6 +46,9 @@ def save_evaluation(
     saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     kept = [old for old in saved.get("evaluations", []) if _evaluation_key(old) != _evaluation_key(entry)]
     trained_on = _described(splits.get("train")) or saved.get("trained_on")
+    same = [old for old in saved.get("evaluations", []) if _evaluation_key(old) == _evaluation_key(entry)]
+    if same and same[-1].get("results") == results and saved.get("trained_on") == trained_on:
+        return path
     record = {"bio_mrc_eval_format": EVAL_FORMAT, "trained_on": trained_on, "evaluations": kept + [entry]}
     atomic_write_json(path, record, indent=2)
     return path

@@ -115,7 +115,7 @@ def test_a_killed_predict_resumes_to_the_same_bytes(model_dir, tmp_path):
     options = ["--decoding", "span", "--chunk-size", "8"]
     assert predict(model_dir, tmp_path / "full" / "p.json", *options, data=data) == 0
     full = contents(tmp_path / "full")
-    stream = tmp_path / "killed" / "p.answers.jsonl"
+    stream = tmp_path / "killed" / "p.answers.partial.jsonl"  # the run's stream, until its files are written
     command = [sys.executable, "-m", "bio_mrc.cli", "predict", "--model", str(model_dir), "--data", str(data),
                "--output", str(tmp_path / "killed" / "p.json"), "--precision", "fp32", *options]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -287,9 +287,10 @@ def test_no_two_decodings_share_a_file_whatever_the_outputs_suffix(output):
     from bio_mrc.inference.streaming import prediction_outputs
 
     files = prediction_outputs(output, ["span", "bio", "joint"])
-    assert len(set(files)) == len(files) == 11, files  # the stream and its record, then three files a decoding
+    assert len(set(files)) == len(files) == 13, files  # the stream and its record, three files a decoding, a run's stream and record
     assert prediction_outputs("preds.json", ["joint"])[2:] == [Path("preds.json"), Path("preds.nbest.json"),
-                                                               Path("preds.na_probs.json")]  # the names as ever
+                                                               Path("preds.na_probs.json"), Path("preds.answers.partial.jsonl"),
+                                                               Path("preds.answers.partial.run.json")]  # the names as ever
 
 
 def test_resume_refuses_a_multi_span_stream_for_a_run_without_multi_span(tmp_path):
@@ -410,6 +411,77 @@ def test_a_full_disk_while_the_answers_stream_grows_is_one_line_and_resumable(mo
     assert len(json.loads(out.read_text())) == len(load_squad(SAMPLE_V1).examples)
 
 
+class _FailsAfter:
+    """``chunk_lines`` that answers ``chunks`` chunks, then fails as a full disk would (the rerun stops part-way)."""
+
+    def __init__(self, original, chunks: int) -> None:
+        self.original, self.left = original, chunks
+
+    def __call__(self, trained, chunk, plan):
+        import errno
+
+        if not self.left:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.left -= 1
+        return self.original(trained, chunk, plan)
+
+
+@pytest.mark.parametrize("rerun", [["--decoding", "bio"], ["--decoding", "span"]])
+def test_a_rerun_that_fails_part_way_keeps_the_earlier_complete_set_and_resume_continues_the_new_run(
+        model_dir, tmp_path, monkeypatch, capsys, rerun):
+    """A rerun into the output of a complete run emptied its answers stream first: one that failed part-way left the
+    earlier official files beside a new partial stream, the earlier stream gone. The earlier set stays whole until the
+    new one is; --resume then continues the new run, never the earlier run's answers."""
+    import bio_mrc.inference.streaming as streaming
+
+    options = ["--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "earlier" / "p.json", "--decoding", "span", *options) == 0
+    earlier = contents(tmp_path / "earlier")
+    assert predict(model_dir, tmp_path / "fresh" / "p.json", *rerun, *options) == 0
+    fresh = contents(tmp_path / "fresh")
+    original = streaming.chunk_lines
+    monkeypatch.setattr(streaming, "chunk_lines", _FailsAfter(original, chunks=1))
+    assert predict(model_dir, tmp_path / "earlier" / "p.json", *rerun, *options) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    after = contents(tmp_path / "earlier")
+    assert {name: data for name, data in after.items() if name in earlier} == earlier  # the earlier set, byte for byte
+    partial = {name for name in after if name not in earlier}
+    assert partial == {"p.answers.partial.jsonl", "p.answers.partial.run.json"}
+    assert len(after["p.answers.partial.jsonl"].splitlines()) == 2  # the new run's first chunk
+    answered = []
+    monkeypatch.setattr(streaming, "chunk_lines", lambda trained, chunk, plan: answered.extend(ex.id for ex in chunk) or
+                        original(trained, chunk, plan))
+    assert predict(model_dir, tmp_path / "earlier" / "p.json", *rerun, *options, "--resume") == 0
+    assert answered == [ex.id for ex in load_squad(SAMPLE_V1).examples][2:]  # the new run continued past its first chunk
+    assert contents(tmp_path / "earlier") == fresh  # the new set whole, no file of the earlier one's or the partial one left
+
+
+def test_a_rerun_that_completes_replaces_the_earlier_set_with_the_bytes_of_a_fresh_run(model_dir, tmp_path):
+    options = ["--decoding", "span", "joint", "--chunk-size", "3"]
+    assert predict(model_dir, tmp_path / "fresh" / "p.json", *options) == 0
+    assert predict(model_dir, tmp_path / "rerun" / "p.json", "--decoding", "joint", "span", "--limit", "4") == 0
+    assert predict(model_dir, tmp_path / "rerun" / "p.json", *options) == 0
+    assert contents(tmp_path / "rerun") == contents(tmp_path / "fresh")  # no partial stream left beside them
+
+
+def test_a_resume_of_a_complete_run_that_fails_keeps_the_earlier_set(model_dir, tmp_path, monkeypatch, capsys):
+    """--resume of a complete stream cut its last part-chunk back and answered it again in place: a failure then left
+    the official files beside a shorter stream."""
+    import bio_mrc.inference.streaming as streaming
+
+    options = ["--decoding", "span", "--chunk-size", "3"]
+    assert predict(model_dir, tmp_path / "p.json", *options) == 0
+    earlier = contents(tmp_path)
+    monkeypatch.setattr(streaming, "chunk_lines", _FailsAfter(streaming.chunk_lines, chunks=0))
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 2
+    capsys.readouterr()
+    after = contents(tmp_path)
+    assert {name: data for name, data in after.items() if name in earlier} == earlier
+    monkeypatch.undo()
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0
+    assert contents(tmp_path) == earlier
+
+
 def test_an_output_folder_removed_while_the_answers_stream_grows_is_one_line_naming_the_stream(model_dir, tmp_path, capsys,
                                                                                              monkeypatch):
     import shutil
@@ -435,7 +507,7 @@ def test_an_output_folder_removed_while_the_answers_stream_grows_is_one_line_nam
     assert predict(model_dir, out, "--decoding", "span", "--chunk-size", "4") == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line == ("error: the output folder was removed while the answers were written to it; run predict again "
-                    f"(in {out.parent / 'p.answers.jsonl'})")
+                    f"(in {out.parent / 'p.answers.partial.jsonl'})")
 
 
 def test_an_output_folder_made_read_only_midway_is_one_line_and_keeps_the_earlier_predictions(model_dir, tmp_path, capsys,
@@ -530,7 +602,8 @@ def test_the_warning_of_questions_without_an_answer_counts_those_limit_answers(m
 def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_new(model_dir, tmp_path, monkeypatch, capsys,
                                                                                              k, stop, sigint_as_in_a_terminal):
     """A Ctrl-C between the renames of a decoding's files left the new official file beside the old n-best and na_prob
-    files (a full disk while writing them is in tests/test_io.py: every file is written before the first rename)."""
+    files (a full disk while writing them is in tests/test_io.py: every file is written before the first rename). The
+    answers stream and its record are renamed in last, with them: the three files, the record and the stream."""
     from bio_mrc import io
 
     out = tmp_path / "p.json"
@@ -549,7 +622,7 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
     elif k == 1:  # no file replaced
         assert code == 2 and new == old and line.endswith(f"No space left on device (in {tmp_path})")
     else:  # a rename refused after others: the mix is named
-        assert code == 2 and new != old and line == (f"error: {k - 1} of the 3 new files replaced old ones before [Errno 28] No "
+        assert code == 2 and new != old and line == (f"error: {k - 1} of the 5 new files replaced old ones before [Errno 28] No "
                                                      "space left on device: the files there do not agree (new beside old); "
                                                      f"write them again (in {tmp_path})")
 

@@ -47,7 +47,8 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .held_out_questions import check_held_out_questions
 from .models import carried_settings, check_model_sources, check_run_trainings, obtain_model
 from .results import PER_QUESTION, Cell, ComparisonResults
-from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names,
+from .prediction_set import PendingOutputs, fresh_staging, staged_predictions
+from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, prediction_file_names, record_model_evaluation,
                       remove_other_files, score_model, timed_windows, tuned_decoding)
 from .summary_records import CellKey
 from .comparison_splits import (Split, Splits, check_data_dir, check_disjoint, cross_validation_folds, held_out_hashes, joined_split,
@@ -174,7 +175,18 @@ def run_comparison(
     are read back from ``output_dir/cells``, so an interrupted comparison run again
     redoes only what was not finished. With ``cells_from`` (an earlier report of this
     comparison), the models that report holds are neither trained nor scored: their cells are its.
+    The cells' prediction files (``output_dir/predictions``) and the models' evaluation records are written last.
     """
+    results, pending = _run_comparison(config, data_dir, output_dir, progress, cells_from)
+    pending.publish()
+    return results
+
+
+def _run_comparison(
+    config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool, cells_from: str | Path | None
+) -> tuple[ComparisonResults, PendingOutputs]:
+    """:func:`run_comparison` with its prediction files and models' evaluation records left to write
+    (:class:`~bio_mrc.harness.prediction_set.PendingOutputs`): ``compare`` writes them once its report is in."""
     data_dir, output_dir = Path(data_dir), Path(output_dir)
     check_comparison_folder(output_dir)
     check_own_folders(output_dir)
@@ -185,6 +197,8 @@ def run_comparison(
     check_run_trainings(runs_to_train(config, earlier), config.runs, output_dir / "models", config.checkpoint_steps, splits.tune)
     warn_few_tuning_questions(splits.tune)
     mark_comparison_folder(output_dir)  # once the splits and cells are known good: a refused config leaves no folder
+    fresh_staging(output_dir)
+    pending = PendingOutputs(output_dir)
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
     reused: list[tuple[str, int]] = []
@@ -195,7 +209,7 @@ def run_comparison(
                 reused.append((run.name, seed))
                 continue
             score = _score_folds if splits.folds else _score_trained_run
-            run_cells, browser_data = score(run, seed, config, splits, output_dir, progress)
+            run_cells, browser_data = score(run, seed, config, splits, output_dir, progress, pending)
             cells += run_cells
             browser.append({"run": run.name, "seed": seed, "data": browser_data})
     return ComparisonResults(
@@ -206,7 +220,7 @@ def run_comparison(
         eval={**_recorded(splits.eval), "task": splits.eval.task}, tune=_recorded(splits.tune) if splits.tune else None,
         eval_examples=splits.eval.examples, cells=cells,
         browser=browser, machine=machine_description(),
-    )
+    ), pending
 
 
 def warn_few_tuning_questions(tune: Split | None) -> None:
@@ -250,10 +264,10 @@ def train_models(
 
 
 def _score_trained_run(
-    run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
+    run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool, pending: PendingOutputs
 ) -> tuple[list[Cell], ModelBrowserData]:
     """The cells of one run and seed trained on its training split, and the model's browser data
-    (both read back when cached)."""
+    (both read back when cached); their prediction files and the model's evaluation record added to ``pending``."""
     train_split = splits.train_for(run)
     model_dir, train_seconds, reused, partial = obtain_model(
         run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
@@ -269,12 +283,13 @@ def _score_trained_run(
         model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress, carried)
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data and prediction files
-        _copy_prediction_files(output_dir / "predictions", f"{run.name}-seed{seed}-", kept_predictions, "", model_cells)
+        _copy_prediction_files(staged_predictions(output_dir), f"{run.name}-seed{seed}-", kept_predictions, "", model_cells)
         atomic_write_json(cache, model_cells)
     else:  # the prediction files of the cells read back, not those a run of other options left under the same names
-        prefix = f"{run.name}-seed{seed}-"
-        target = note_prediction_files(output_dir, prefix, [cell["decoding"] for cell in model_cells])
-        _copy_prediction_files(kept_predictions, "", target, prefix, model_cells)
+        _copy_prediction_files(kept_predictions, "", staged_predictions(output_dir), f"{run.name}-seed{seed}-", model_cells)
+    model_splits = {"eval": splits.eval, "train": train_split, "tune": splits.tune}  # read back too: a record a failure missed
+    pending.add(f"{run.name}-seed{seed}-", [cell["decoding"] for cell in model_cells],
+                lambda: record_model_evaluation(model_dir, model_cells, model_splits, config.decode))
     trained_with = {"train_seconds": train_seconds, "train_seconds_partial": partial, "reused_model": reused,
                     "train_questions": len(train_split.examples), "run": run.name}  # a model shared by two runs: each its own
     return [Cell.from_json({**cell, **trained_with}, f"{cache}: cell {k}") for k, cell in enumerate(model_cells)], browser
@@ -294,7 +309,7 @@ def _copy_prediction_files(source: Path, source_prefix: str, target: Path, targe
 
 
 def _score_folds(
-    run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
+    run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool, pending: PendingOutputs
 ) -> tuple[list[Cell], ModelBrowserData]:
     """Cross-validation: one model per fold, each question decoded by the model that did not train on it."""
     decoded: dict[str, list[DecodedCell]] = {}
@@ -321,6 +336,7 @@ def _score_folds(
         train_seconds, inference_seconds = train_seconds + seconds, inference_seconds + inference
         reused_all, partial_any = reused_all and reused, partial_any or partial
     cells = []
+    pending.add(f"{run.name}-seed{seed}-", list(decoded))
     for decoding, parts in decoded.items():
         cell = finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
         cells.append(Cell.from_json({
@@ -437,13 +453,14 @@ def compare(
     check_comparison_folder(output_dir)  # a folder of the user's other files, before its report set is touched
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     check_set_files(output_dir, REPORT_SET, REPORT_FILES)  # a report.md of the user's is refused before any work
-    results = run_comparison(config, data_dir, output_dir, progress, cells_from)
+    results, pending = _run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
     if registry.task(results.eval["task"]).groups is not None:  # the breakdowns by length, in the model's tokens
         tokenizer = load_tokenizer(_tokenizer_source(results.cells, config))
         answer_tokens, context_tokens = token_counts(results.eval_examples, tokenizer)
     with resample_bar("statistics", progress):  # the bootstraps of every contrast, interval and breakdown
         summary = write_report(results, output_dir, answer_tokens, context_tokens)
+    pending.publish()  # the prediction files and models' records of the report now in
     return results, summary
 
 

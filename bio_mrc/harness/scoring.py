@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import registry
 from ..code_fingerprint import sources_fingerprint
@@ -21,6 +21,7 @@ from ..model_folder import read_config
 from ..progress import stage_bar
 from .browser_data import ModelBrowserData, model_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
+from .prediction_set import PREDICTION_SET, prediction_file_names, staged_predictions
 
 if TYPE_CHECKING:  # types only: the configuration and the splits do not change how a model scores
     from ..model import BioMrcConfig
@@ -90,7 +91,8 @@ def score_model(
     output_dir: Path, progress: bool, carried: BioMrcConfig | None = None,
 ) -> tuple[list[dict[str, Any]], ModelBrowserData]:
     """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions (without them,
-    with the settings it carries: ``carried``, :func:`tuned_decoding`); and the model's browser data."""
+    with the settings it carries: ``carried``, :func:`tuned_decoding`); and the model's browser data. The cells are kept
+    in the model's evaluation record apart (:func:`record_model_evaluation`), once the report they agree with is in."""
     outputs, inference_seconds = timed_windows(trained, eval_split, progress)
     tuned, saved = tuned_decoding(trained, options, splits.tune, progress, carried)
     decode_config = tuned.decode_config
@@ -109,19 +111,14 @@ def score_model(
             cells[-1]["tuning_saved_with_model"] = saved
         if (reason := tuned.skipped_calibrators.get(decoding)) is not None:
             cells[-1]["calibration_skipped"] = reason
-    # The model's card (README.md) shows these scores: kept in its evaluation record.
-    with contextlib.suppress(FolderBusyError), written_alone(trained.path):  # kept as it is while another process writes it
-        record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
     return cells, model_browser_data(outputs, eval_split.examples, predictions)
 
 
-PREDICTION_SET = "predictions"  # OUTPUT/predictions/.predictions-files.json lists the files a comparison wrote there
-PREDICTION_FILE_SUFFIXES = (".json", ".nbest.json", ".na_probs.json")  # a cell's files (write_prediction_files)
-
-
-def prediction_file_names(prefix: str, decoding: str) -> list[str]:
-    """The names of one cell's prediction files, ``<prefix><decoding><suffix>``."""
-    return [f"{prefix}{decoding}{suffix}" for suffix in PREDICTION_FILE_SUFFIXES]
+def record_model_evaluation(model_dir: str | Path, cells: list[dict[str, Any]], splits: Mapping[str, Any], options: DecodeConfig) -> None:
+    """Keep a model's cells in its evaluation record, which its card (README.md) shows; the folder is kept as it is while
+    another process writes it."""
+    with contextlib.suppress(FolderBusyError), written_alone(model_dir):
+        record_evaluation(model_dir, cells, splits, vars(options))
 
 
 def note_prediction_files(output_dir: Path, prefix: str, decodings: list[str]) -> Path:
@@ -144,8 +141,8 @@ def remove_other_files(folder: Path, prefix: str, decoding: str, kept: list[str]
 def finish_cell(
     run: RunSpec, seed: int, decoding: str, decoded: DecodedCell, split: Split, output_dir: Path, model: str
 ) -> dict[str, Any]:
-    """Write the cell's prediction files and score it."""
-    folder = note_prediction_files(output_dir, f"{run.name}-seed{seed}-", [decoding])
+    """Write the cell's prediction files (aside: :func:`~bio_mrc.harness.prediction_set.staged_predictions`) and score it."""
+    folder = staged_predictions(output_dir)
     written = write_prediction_files(
         decoded.predictions, folder / f"{run.name}-seed{seed}-{decoding}.json",
         with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_answers,

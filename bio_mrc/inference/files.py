@@ -18,6 +18,8 @@ from .answers import no_answer_probability
 
 STREAM_SUFFIX = ".answers.jsonl"  # predict's answers stream, beside the official file (bio_mrc.inference.streaming)
 RUN_SUFFIX = ".answers.run.json"  # the options and data the stream was made with, checked by --resume
+# A run's stream and record until its files are all written, then renamed to the two above with them (one set).
+PARTIAL_SUFFIX, PARTIAL_RUN_SUFFIX = ".answers.partial.jsonl", ".answers.partial.run.json"
 
 
 @dataclass(frozen=True)
@@ -161,15 +163,22 @@ def run_record_path(output: str | Path) -> Path:
     return side_file(Path(output), RUN_SUFFIX)
 
 
+def partial_paths(output: str | Path) -> tuple[Path, Path]:
+    """``preds.json`` -> ``preds.answers.partial.jsonl`` and ``preds.answers.partial.run.json``: the answers stream a run
+    writes and its record, until its official files are written too and the three kinds replace the earlier run's
+    together (``--resume`` continues them)."""
+    return side_file(Path(output), PARTIAL_SUFFIX), side_file(Path(output), PARTIAL_RUN_SUFFIX)
+
+
 def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
     """Every file :func:`~bio_mrc.inference.streaming.predict_to_files` writes for ``output`` (none for ``-``): the
     answers stream and its record of what it was made with, then each decoding's official, n-best and ``na_prob``
-    files."""
+    files, then the stream and record a run writes until it ends (:func:`partial_paths`)."""
     if str(output) == "-":
         return []
     decodings = tuple(dict.fromkeys(decodings))
     files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).paths()]
-    return [answers_stream_path(output), run_record_path(output), *files]
+    return [answers_stream_path(output), run_record_path(output), *files, *partial_paths(output)]
 
 
 _OFFICIAL_KINDS = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}
@@ -230,15 +239,17 @@ def _recorded_decodings(record: Path) -> list[str]:
     return [decoding for decoding in decodings if isinstance(decoding, str)] if isinstance(decodings, list) else []
 
 
-def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, DecodingFiles]:
+def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False,
+                            moved_in: Sequence[tuple[Path, Path]] = ()) -> dict[str, DecodingFiles]:
     """The official ``{id: answer}`` (MultiSpanQA's ``{id: [texts]}`` with ``multi_span``), n-best and ``na_prob``
-    files of each decoding from an answers stream, one line at a time (the three written together, as
-    :func:`write_prediction_files` writes it)."""
-    written = {}
-    for decoding in decodings:
-        paths = prediction_paths(output, decoding, len(decodings) > 1)
-        paths.predictions.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_writers(paths.paths()) as (answers, nbest, na_probs):
+    files of each decoding from an answers stream, one line at a time, every decoding's written together (all new, or
+    all as they were: :func:`~bio_mrc.io.atomic_writers`). ``moved_in``: files beside them, each ``(source, target)``,
+    renamed in with them, after them (a run's answers stream and its record)."""
+    written = {decoding: prediction_paths(output, decoding, len(decodings) > 1) for decoding in decodings}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_writers([path for paths in written.values() for path in paths.paths()], moved_in=moved_in) as handles:
+        for number, decoding in enumerate(decodings):
+            answers, nbest, na_probs = handles[3 * number : 3 * number + 3]
             writers = (_JsonObjectWriter(answers, indent=1), _JsonObjectWriter(nbest), _JsonObjectWriter(na_probs, ensure_ascii=True))
             for record in read_stream(stream, decoding):
                 writers[0].add(record["id"], record["answers"] if multi_span else record["answer"])
@@ -246,7 +257,6 @@ def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str]
                 writers[2].add(record["id"], no_answer_probability(record["no_answer_score"]))
             for writer in writers:
                 writer.close()
-        written[decoding] = paths
     return written
 
 

@@ -45,7 +45,7 @@ from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
 from .files import (DecodingFiles, answer_record, answer_record_problem, answers_claimed, answers_stream_path, claimed_before,
-                    prediction_outputs, run_record_path, write_files_from_stream)
+                    partial_paths, prediction_outputs, run_record_path, write_files_from_stream)
 from .defaults import DECODE_BLOCK_QUESTIONS, DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
 from .long_questions import warn_long_questions
@@ -175,8 +175,18 @@ def check_resumed_options(output: str | Path, given: dict) -> None:
     """Before the model loads: the record of the stream a ``--resume`` continues against ``given``
     (:func:`given_run_record`), so other options or data are refused before any weight loads."""
     output = home_expanded(output)
-    if str(output) != "-" and stream_there(answers_stream_path(output)):
-        check_run_record(run_record_path(output), given)
+    if str(output) != "-" and (resumed := resumed_stream(output)) is not None:
+        check_run_record(resumed[1], given)
+
+
+def resumed_stream(output: str | Path) -> tuple[Path, Path] | None:
+    """The answers stream a ``--resume`` into ``output`` continues, and its record: a run's that has not ended
+    (:func:`~bio_mrc.inference.files.partial_paths`), else the stream of the files in place; None where there is none."""
+    partial = partial_paths(output)
+    if partial[0].is_file():
+        return partial
+    stream = answers_stream_path(output)
+    return (stream, run_record_path(output)) if stream_there(stream) else None
 
 
 def stream_there(stream: Path) -> bool:
@@ -267,6 +277,17 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
     """The ids of the leading whole chunks that ``stream`` answers, in order; the file is cut back to them
     (a line cut short by a kill, or a chunk half written, is answered again). A whole line that is no answer
     line of these options (a field missing, of the wrong type, another decoding) is refused."""
+    ids, end = whole_chunks(stream, decodings, chunk_size, multi_span)
+    with open_no_follow(stream, "r+b") as handle:
+        handle.truncate(end)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return ids
+
+
+def whole_chunks(stream: Path, decodings: Sequence[str], chunk_size: int, multi_span: bool = False) -> tuple[list[str], int]:
+    """:func:`resume_point` read alone, the file left as it is: the ids of the leading whole chunks and the number of
+    bytes of their lines."""
     ids, ends, group, position = [], [0], [], 0
     with open(stream, "rb") as handle:
         for raw in handle:
@@ -293,11 +314,7 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
                 ends.append(position)
                 group = []
     keep = len(ids) // chunk_size * chunk_size
-    with open_no_follow(stream, "r+b") as handle:
-        handle.truncate(ends[keep])
-        handle.flush()
-        os.fsync(handle.fileno())
-    return ids[:keep]
+    return ids[:keep], ends[keep]
 
 
 def _whole_record(raw: bytes, line: int, stream: Path) -> dict | None:
@@ -351,13 +368,13 @@ def predict_to_files(
             if total is not None:  # a stream of no count given is not counted before the work
                 warn_limit_past(limit, total, name or "the data")
             warn_untuned_abstention(trained, plan.decodings, _unanswerable(questions, unanswerable), total, name, limit)
-        resumes = resume and stream_there(stream)
+        resumed = resumed_stream(output) if resume else None
 
         def claim() -> list[str]:
-            if stream is not None:
-                _remove_temporaries(outputs)
-                _claim_record(run_record_path(output), run_record(trained, plan, source), resumes)
-            return resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else []
+            if stream is None:
+                return []
+            _remove_temporaries(outputs)
+            return _begin_partial(output, plan, run_record(trained, plan, source), resumed)
 
         done = shard.broadcast_result(claim)
         return _predict_into(trained, questions, plan, output, stream, shard, done, total, progress)
@@ -423,20 +440,43 @@ def _remove_temporaries(outputs: Sequence[Path]) -> None:
         remove_temporaries_of(folder, [path.name for path in outputs if path.parent == folder])
 
 
-def _claim_record(record_path: Path, wanted: dict, resumes: bool) -> None:
-    """A resumed stream's record checked against this run's; a new stream's record written before its first line."""
-    if resumes:
-        check_run_record(record_path, wanted)
-    atomic_write_json(record_path, wanted, indent=1)
+def _begin_partial(output: Path, plan: StreamPlan, wanted: dict, resumed: tuple[Path, Path] | None) -> list[str]:
+    """Begin the stream this run writes beside the files in place (:func:`~bio_mrc.inference.files.partial_paths`), which
+    stay as they are until its files are all written: empty, or ``resumed`` (a stream and its record, checked against
+    this run's record ``wanted``) continued; the stream in place is continued in a copy of its whole chunks. Its record
+    is written after its lines, so a record never stands beside another run's lines. Returns the ids answered."""
+    partial, record = partial_paths(output)
+    done: list[str] = []
+    if resumed is None:
+        open_no_follow(partial, "w").close()
+    elif resumed[0] == partial:
+        check_run_record(resumed[1], wanted)
+        done = resume_point(partial, plan.decodings, plan.chunk_size, plan.multi_span)
+    else:
+        check_run_record(resumed[1], wanted)
+        done, end = whole_chunks(resumed[0], plan.decodings, plan.chunk_size, plan.multi_span)
+        _copy_start(resumed[0], partial, end)
+    atomic_write_json(record, wanted, indent=1)
+    return done
+
+
+def _copy_start(source: Path, target: Path, size: int) -> None:
+    """The first ``size`` bytes of ``source`` written to ``target`` (emptied first, never through a link), a block at a time."""
+    with open(source, "rb") as reading, open_no_follow(target, "w") as writing:
+        while size > 0 and (block := reading.read(min(size, 1 << 20))):
+            writing.buffer.write(block)
+            size -= len(block)
 
 
 def _predict_into(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, stream: Path | None,
     shard: Shard, done: list[str], total: int | None, progress: bool,
 ) -> PredictionFiles:
-    """:func:`predict_to_files` once the questions ``done`` are known: the stream grown, then the files written."""
+    """:func:`predict_to_files` once the questions ``done`` are known: the run's stream grown, then the files written
+    from it and moved in with it and its record, one set."""
     to_stdout = stream is None
-    sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(stream, "a" if done else "w")
+    partial, partial_record = partial_paths(output) if stream is not None else (None, None)
+    sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(partial, "a" if done else "w")
     # a full disk while the stream grows is one line naming its folder; the lines written stay for --resume
     with writes_named(stream.parent) if stream is not None else contextlib.nullcontext():
         try:
@@ -448,8 +488,9 @@ def _predict_into(
                 sink.close()
     if not shard.writes or stream is None:
         return PredictionFiles()
-    if not stream.is_file():  # removed meanwhile, its lines written on into the removed file: no answers to read back
-        gone = "it was" if stream.parent.is_dir() else "the output folder was"
-        raise OutputError(f"{gone} removed while the answers were written to it; run predict again", str(stream))
-    written = write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)
+    if not partial.is_file():  # removed meanwhile, its lines written on into the removed file: no answers to read back
+        gone = "it was" if partial.parent.is_dir() else "the output folder was"
+        raise OutputError(f"{gone} removed while the answers were written to it; run predict again", str(partial))
+    written = write_files_from_stream(partial, Path(output), plan.decodings, plan.multi_span,
+                                      moved_in=[(partial_record, run_record_path(output)), (partial, stream)])
     return PredictionFiles(stream, run_record_path(output), written)

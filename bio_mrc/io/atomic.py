@@ -140,12 +140,15 @@ def replace_all(moves: Sequence[tuple[Path, Path]], folder: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_writers(paths: Sequence[str | Path], encoding: str = "utf-8") -> Iterator[list[Any]]:
+def atomic_writers(paths: Sequence[str | Path], encoding: str = "utf-8",
+                   moved_in: Sequence[tuple[str | Path, str | Path]] = ()) -> Iterator[list[Any]]:
     """Text handles whose contents replace ``paths`` (files that agree only together, in one folder) when the block
     ends without an error: every file is written and fsynced before the first rename (:func:`replace_all`), so a
-    failure while writing leaves the old files, all of them."""
+    failure while writing leaves the old files, all of them. ``moved_in``: files already written in that folder, each
+    ``(source, target)``, renamed over their targets with them, after them (fsynced first)."""
     paths = [Path(path) for path in paths]
-    with writes_named(paths[0].parent), contextlib.ExitStack() as stack:
+    folder = paths[0].parent
+    with writes_named(folder), contextlib.ExitStack() as stack:
         raws = [stack.enter_context(_staged_binary(path)) for path in paths]
         handles = [stack.enter_context(open(raw.fileno(), "w", encoding=encoding, closefd=False, newline="")) for raw, _ in raws]
         yield handles
@@ -153,7 +156,11 @@ def atomic_writers(paths: Sequence[str | Path], encoding: str = "utf-8") -> Iter
             handle.close()  # flushed into the file, which stays open
             os.fsync(raw.fileno())
             raw.close()  # closed before the rename, which Windows needs
-        replace_all([(temporary, path) for (_, temporary), path in zip(raws, paths)], paths[0].parent)
+        moves = [(owned_path(source, folder), owned_path(target, folder)) for source, target in moved_in]
+        for source, _ in moves:
+            with open(source, "rb") as handle:
+                os.fsync(handle.fileno())  # on disk before its new name points at it
+        replace_all([*((temporary, path) for (_, temporary), path in zip(raws, paths)), *moves], folder)
 
 
 def usual_file_mode() -> int:
