@@ -17,9 +17,9 @@ from ..errors import BioMrcError, command_line_text
 from ..io import printable_line
 from ..launcher import check_launcher_environment, close_process_group
 from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
-                      reader_gone, terminate_as_exit)
+                      reader_gone, streams_closed_by_the_shell, terminate_as_exit)
 from .leftovers import no_empty_torch_cache_folder
-from .options import FLAGS, argument_flags, check_model_names, check_optional_files, expand_home
+from .options import FLAGS, argument_flags, check_model_names, check_optional_files, decode_text_options, expand_home
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -28,6 +28,9 @@ __all__ = ["build_parser", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bio-mrc`` on ``argv`` (None: the process's arguments) and return its exit status; the installed plug-ins
     (:mod:`bio_mrc.plugins`) register their entries first where ``argv`` names a command."""
+    if (refusal := streams_closed_by_the_shell()) is not None:  # before any work: its result would go nowhere
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     with escapes_what_stdout_cannot_hold(), no_empty_torch_cache_folder():  # --help too: several commands' help holds β, Σ or ±
         try:
             return _run(argv)
@@ -50,6 +53,7 @@ def _run(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     setattr(args, FLAGS, argument_flags(parser, args.command))
     expand_home(args)
+    decode_text_options(args)
     try:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
         check_model_names(args)

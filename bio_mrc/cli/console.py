@@ -237,6 +237,29 @@ def close_open_bars() -> None:
             bar.close()
 
 
+STDOUT_CLOSED = ("standard output is closed (>&-), and the command writes its result there: send it to a file, or to "
+                 "/dev/null to discard it")
+
+
+def streams_closed_by_the_shell() -> str | None:
+    """Standard streams a shell closed (``>&-``, ``2>&-``): each closed descriptor 0 to 2 opened on /dev/null, so that
+    no file the command opens takes its number (a file opened as descriptor 2 would get what torch's and tokenizers'
+    native code write to standard error); a closed standard error is /dev/null for Python too, where ``print(...,
+    file=sys.stderr)`` would write the command's notes and errors into standard output, its result. Returns the
+    refusal of a closed standard output, whose result would go nowhere, the command ending 0 as if it had been seen."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != descriptor:
+                os.dup2(opened, descriptor)
+                os.close(opened)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the rest of the process)
+    return STDOUT_CLOSED if sys.stdout is None else None
+
+
 def reader_gone() -> int:
     """What a Unix tool does when the reader of its output goes away (``| head``): stop quietly, with the
     status of a process ended by SIGPIPE. Standard output is pointed at /dev/null so that Python's final

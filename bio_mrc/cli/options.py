@@ -242,6 +242,32 @@ def expand_home(args: argparse.Namespace) -> None:
             setattr(args, name, [home_expanded(v) for v in value])
 
 
+# The options whose value is text, not a path: a question, a document's text, JSON of training arguments.
+TEXT_OPTIONS = ("question", "context", "training_args")
+
+
+def text_from_argv(text: str) -> str:
+    """An argument as the text it spells in UTF-8, where Python decoded it in a locale of another encoding: under
+    ``LC_ALL=C`` with UTF-8 mode off, each byte past ASCII of "Zürich" is a lone surrogate (``Z\\udcc3\\udcbcrich``),
+    which the text checks refuse as no character. Bytes that are no UTF-8 stay as they are, for those checks to name."""
+    if text.isascii() or not any("\udc80" <= char <= "\udcff" for char in text):
+        return text
+    try:
+        return os.fsencode(text).decode("utf-8")
+    except UnicodeError:
+        return text
+
+
+def decode_text_options(args: argparse.Namespace) -> None:
+    """:data:`TEXT_OPTIONS` read by :func:`text_from_argv`; paths stay as Python decoded them, the names the system opens."""
+    for name in TEXT_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, text_from_argv(value))
+        elif isinstance(value, list):
+            setattr(args, name, [text_from_argv(v) for v in value])
+
+
 # Keywords of the library's calls that a command's option of another name sets (load_squad's data_format is --format,
 # train_model's evaluator --eval, load_config's path_or_preset --config, a stream's decodings --decoding), or that a flag
 # sets to one value (tune_model's calibrate=False is --no-calibration).

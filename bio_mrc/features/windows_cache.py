@@ -7,10 +7,12 @@ import contextlib
 import os
 import re
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputNote
+from ..io import OutputError, check_writable_folder
 
 if TYPE_CHECKING:  # datasets loads where a cache is read: train checks the budget before any work
     import datasets
@@ -24,12 +26,38 @@ _TEMPORARY_FILE = re.compile(r"tmp[a-z0-9_]{8}")
 STALE_TEMPORARY_SECONDS = 24 * 3600
 
 
+class WindowsCacheNote(InputNote):
+    """The training windows cache cannot be made or written (``HF_DATASETS_CACHE``, or ``HF_HOME`` or the home folder
+    it lies in, read-only, missing or a file): the windows are built in memory for this run."""
+
+
 def default_windows_cache() -> Path | None:
     """Where training windows are cached: beside ``datasets``' own cache (``HF_DATASETS_CACHE``);
-    ``None`` (no cache) after ``datasets.disable_caching()``."""
+    ``None`` (no cache) after ``datasets.disable_caching()``; ``HF_DATASETS_CACHE`` set empty is read as unset, never
+    as the working folder. ``None`` too where that folder cannot be made or written (one
+    :class:`WindowsCacheNote`): the run builds its windows in memory, as it would without a cache."""
     import datasets
 
-    return Path(datasets.config.HF_DATASETS_CACHE) / "bio_mrc_windows" if datasets.is_caching_enabled() else None
+    if not datasets.is_caching_enabled():
+        return None
+    # HF_DATASETS_CACHE set empty (an unset shell variable) is no folder: datasets reads it as the working folder
+    given = os.environ.get("HF_DATASETS_CACHE") == "" and datasets.config.DEFAULT_HF_DATASETS_CACHE
+    folder = Path(given or datasets.config.HF_DATASETS_CACHE) / "bio_mrc_windows"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        check_writable_folder(folder, "training caches its windows there")
+    except (OSError, OutputError) as error:
+        problem = error.strerror if isinstance(error, OSError) and error.strerror else "not writable"
+        warnings.warn(
+            WindowsCacheNote(
+                f"the training windows cache {folder} cannot be written ({problem}): this run "
+                "builds its windows in memory; set HF_DATASETS_CACHE to a writable folder to "
+                "cache them"
+            ),
+            stacklevel=2,
+        )
+        return None
+    return folder
 
 
 def windows_cache_file(cache_dir: str | Path, fingerprint: str) -> Path:
