@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import numbers
 import sys
 from typing import Any, Mapping, Sequence
 
@@ -28,6 +29,9 @@ AMBIGUOUS_NAMES: Mapping[tuple[str, str], str] = {
 }
 # How a name no table holds gets there: said after argparse's "invalid choice" where the choices are a table's names.
 OWN_ENTRY_HINT = f"install a package with a {PLUGIN_GROUP} entry point (docs/layout.md, your entries in the bio-mrc command)"
+# How a number option's text is to be written: int() and float() read the decimal digits of every script (``٣`` and a
+# fullwidth ``４`` as 3 and 4) and Unicode's spaces, which no option takes as a number.
+ASCII_NUMBER = "write the number in ASCII digits (0-9)"
 RUN_QA_NOTE = ("transformers' run_qa.py names (--model_name_or_path, --max_seq_length, --doc_stride, --n_best_size, "
                "--max_answer_length, --per_device_train_batch_size, --num_train_epochs, --learning_rate, ...) are read "
                "as the options they correspond to")
@@ -44,6 +48,18 @@ def _package_name(name: str, command: str | None) -> str:
 def _values_taken(action: argparse.Action) -> int:
     """How many values an option takes after it (``nargs``; as many as follow for ``+`` and ``*``)."""
     return 1 if action.nargs in (None, "?") else action.nargs if isinstance(action.nargs, int) else sys.maxsize
+
+
+def _reads_numbers(value_type: Any) -> bool:
+    """Whether an option's ``type`` reads its text as a number: ``int``, ``float`` and every count, seed and range of
+    the commands, told by what it makes of ``1`` (a text, a JSON object or no type at all is no number)."""
+    if value_type is None:
+        return False
+    try:
+        value = value_type("1")
+    except (TypeError, ValueError, argparse.ArgumentTypeError):
+        return False
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class EveryUse(argparse.Action):
@@ -72,6 +88,14 @@ class CommandLineParser(argparse.ArgumentParser):
         if extras:
             self.exit(2, f"error: {self._unknown(extras[0], command, subparser)}\n")
         return parsed
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        """argparse's reading of an option's text; the text of an option that reads numbers is refused first, in one
+        line naming the option and the text as typed, where it holds more than ASCII: ``--epochs ٣`` is no 3 epochs."""
+        if not arg_string.isascii() and _reads_numbers(action.type):
+            option = max(action.option_strings, key=len, default=action.dest)
+            self.exit(2, f"error: {option} {arg_string!r}: {ASCII_NUMBER}\n")
+        return super()._get_value(action, arg_string)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """argparse's check of a choice; where the choices are a registry table's names, its refusal says in the same

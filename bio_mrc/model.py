@@ -260,8 +260,8 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     def from_encoder(
         cls, encoder_name_or_path: str, encoder_dropout: dict[str, float | None] | None = None, **config_kwargs: Any
     ) -> "BioMrcForQuestionAnswering":
-        """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
-        dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
+        """Fresh heads on a pretrained encoder (``encoder_name_or_path``: a local folder or a hub id), in fp32 whatever the
+        saved weights' dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
         ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``).
         Quiet: transformers' bar of the encoder's weights and its load report (a pretraining head left out, a pooler
         the heads never read) stay hidden, and the caller's settings of them are kept; encoder weights the checkpoint
@@ -354,6 +354,10 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     ) -> BioMrcOutput | tuple[torch.Tensor, ...]:
         """Logits, and the losses of the heads whose labels are given.
 
+        ``input_ids``: (batch, seq) token ids of the windows; ``attention_mask``: 1 on real tokens, 0 on padding (None:
+        every token); ``token_type_ids``: the segment ids, passed on where the encoder reads them
+        (:attr:`takes_token_types`). ``paragraph_mask``: the context tokens, ``tag_mask``: those that carry a tag (the first piece of each
+        paragraph word at word level); the BIO head's loss is scored on ``tag_mask``, else ``paragraph_mask``.
         ``labels``: those the registered heads' entries name (``start_positions``, ``end_positions``,
         ``bio_targets``, ...); any other keyword is a TypeError, so a misspelled label (``bio_target=``) is
         refused, not a loss silently left out, and so is a head given part of its labels (and Trainer passes no ``num_items_in_batch``:

@@ -66,13 +66,14 @@ def _named_device(name: str) -> bool:
 
 
 def _machine_device(name: str, given: Any) -> str:
-    """``name`` (cpu, cuda, cuda:N, mps: :func:`_named_device`) if this machine has it, a ConfigError naming ``given`` if not."""
+    """``name`` (cpu, cuda, cuda:N, mps: :func:`_named_device`) if this machine has it, a ConfigError naming ``given`` if not.
+    Every machine has a CPU: ``cpu`` is answered without loading torch, which the GPUs' names need."""
+    if name == "cpu":
+        return name
     import torch
 
     from .errors import ConfigError
 
-    if name == "cpu":
-        return name
     if name == "mps":
         if not torch.backends.mps.is_available():
             raise ConfigError(f"device {given!r}: this machine has no Apple GPU (MPS) that torch can use")

@@ -154,3 +154,119 @@ def test_a_list_option_given_twice_keeps_the_values_of_both_uses(argv, name, exp
     from bio_mrc.cli.parser import build_parser
 
     assert getattr(build_parser().parse_args(argv), name) == expected
+
+
+# --- numbers written in another script's digits --------------------------------------------------------------------
+
+# Each command's required options, so that one more option can be parsed alone.
+REQUIRED = {"train": ["--train", "t", "--output-dir", "o"], "predict": ["--model", "m", "--data", "d", "--output", "o"],
+            "evaluate": ["--data", "d", "--predictions", "p"], "tune": ["--model", "m", "--data", "d"], "compare": [],
+            "extract": ["--model", "m", "--question", "q"], "export": ["--model", "m", "--output", "o"],
+            "convert": ["--model", "m", "--output", "o"], "serve": []}
+
+
+def _is_number(value) -> bool:
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (value if isinstance(value, list) else [value]))
+
+
+def _number_options() -> list[tuple[str, str, int]]:
+    """(command, option, values it takes) of every option of every command that reads ``3`` as a number."""
+    import argparse
+    import contextlib
+    import io
+
+    from bio_mrc.cli.parser import build_parser
+
+    parser = build_parser()
+    commands = next(action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    found = []
+    for command, sub in commands.items():
+        for action in sub._actions:
+            if not action.option_strings or action.nargs == 0:
+                continue
+            count = action.nargs if isinstance(action.nargs, int) else 1
+            option = max(action.option_strings, key=len)
+            with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):  # a choice, JSON: no number
+                if _is_number(getattr(parser.parse_args([command, *REQUIRED[command], option, *["3"] * count]), action.dest)):
+                    found.append((command, option, count))
+    return found
+
+
+def test_the_number_options_are_found_in_every_command():
+    names = {(command, option) for command, option, _ in _number_options()}
+    assert {("train", "--epochs"), ("train", "--limit"), ("train", "--seed"), ("train", "--bio-prior"),
+            ("train", "--attention-dropout"), ("predict", "--batch-size"), ("predict", "--max-answer-length"),
+            ("evaluate", "--seed"), ("evaluate", "--resamples"), ("tune", "--min-calibration-questions"),
+            ("compare", "--seeds"), ("extract", "--top-k"), ("export", "--opset"), ("export", "--atol"),
+            ("convert", "--doc-stride"), ("serve", "--port"), ("serve", "--max-wait-ms")} <= names
+
+
+@pytest.mark.parametrize("digits", ["٣", "３", "३", "3\u00a0", "٠"])  # Arabic-Indic, fullwidth, Devanagari; a no-break space
+def test_no_number_option_reads_the_digits_of_another_script(capsys, digits):
+    """int() and float() read any script's decimal digits: ``--epochs ٣`` trained 3 epochs and ``--limit ４`` read 4
+    questions, as ``--device cuda:٣`` never did. Every option that reads a number refuses the text as typed, in one line
+    (``٠`` too, which --limit read as 0 and refused as no positive number)."""
+    from bio_mrc.cli.parser import build_parser
+
+    wrong = []
+    for command, option, count in _number_options():
+        try:
+            build_parser().parse_args([command, *REQUIRED[command], option, *["1"] * (count - 1), digits])
+            code = 0
+        except SystemExit as stopped:
+            code = stopped.code
+        err = capsys.readouterr().err
+        if (code, err) != (2, f"error: {option} {digits!r}: write the number in ASCII digits (0-9)\n"):
+            wrong.append((command, option, code, err[-200:]))
+    assert not wrong
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["train", "--train", "t", "--output-dir", "{out}", "--epochs", "٣"], "error: --epochs '٣': write the number in ASCII digits (0-9)"),
+    (["train", "--train", "t", "--output-dir", "{out}", "--num_train_epochs=٣"], "error: --epochs '٣': write the number in ASCII digits (0-9)"),
+    (["predict", "--model", "m", "--data", "d", "--output", "{out}", "--limit", "４"], "error: --limit '４': write the number in ASCII digits (0-9)"),
+])
+def test_a_number_in_another_scripts_digits_is_refused_in_one_line(tmp_path, capsys, argv, line):
+    argv = [arg.replace("{out}", str(tmp_path / "out")) for arg in argv]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2 and capsys.readouterr().err == line + "\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["٣", "１.５"])
+def test_the_windows_cache_size_in_another_scripts_digits_is_refused(monkeypatch, value):
+    """float() read ``BIO_MRC_WINDOWS_CACHE_GB=٣`` as 3 gigabytes."""
+    from bio_mrc.features.windows_cache import cache_budget_bytes
+
+    monkeypatch.setenv("BIO_MRC_WINDOWS_CACHE_GB", value)
+    with pytest.raises(ConfigError) as refusal:
+        cache_budget_bytes()
+    assert str(refusal.value) == BUDGET_LINE.replace("'abc'", repr(value))
+
+
+def test_a_comparison_configs_number_in_another_scripts_digits_is_no_json(tmp_path, capsys):
+    """JSON's numbers are ASCII digits: a config's ``"epochs": ٣`` is refused as the file's JSON, naming the file."""
+    config = tmp_path / "c.json"
+    text = ('{"name": "q", "train": {"path": "t.json"}, "eval": {"path": "e.json"}, "defaults": {"epochs": ٣}, '
+            '"runs": [{"name": "j", "heads": "span"}]}')
+    config.write_text(text, encoding="utf-8")
+    assert main(["compare", "--config", str(config), "--output-dir", str(tmp_path / "out")]) == 2
+    column = text.index("٣") + 1
+    assert capsys.readouterr().err == f"error: not valid JSON: Expecting value (line 1, column {column}) (in {config})\n"
+    assert not (tmp_path / "out").exists()
+
+
+# --- a device that needs no torch to be checked ----------------------------------------------------------------------
+
+def test_a_cpu_device_is_checked_without_torch(tmp_path):
+    """``--device cpu`` loaded torch to ask whether the machine has a CPU, before the command's own refusal (a missing
+    model folder) that needs no torch; ``cpu`` is valid on any machine."""
+    missing = str(tmp_path / "no-model")
+    argvs = [["predict", "--model", missing, "--data", str(SAMPLE_V1), "--output", str(tmp_path / "o.json")],
+             ["tune", "--model", missing, "--data", str(SAMPLE_V1)],
+             ["extract", "--model", missing, "--question", "Who?", "--context", "The Normans."],
+             ["train", "--train", str(tmp_path / "no-data.json"), "--output-dir", str(tmp_path / "out")]]
+    result = refused([[*argv, "--device", device] for argv in argvs for device in ("cpu", "CPU")], tmp_path)
+    assert result["heavy"] == [] and [code for code, _ in result["lines"]] == [2] * 8, result
+    assert not any(line.startswith("error: device") for _, line in result["lines"]), result

@@ -10,7 +10,13 @@ import pytest
 
 import bio_mrc
 from bio_mrc import AnswerExtractor, BIOHead, Head, SpanHead, TrainedModel, tag_scores
+from bio_mrc.decoding.postprocess import decode_span
 from bio_mrc.inference import predict_to_files
+from bio_mrc.inference.forward import predict_windows, run_windows
+from bio_mrc.inference.model_tuning import tune_model
+from bio_mrc.inference.onnx import export_onnx
+from bio_mrc.inference.pipeline import BioMrcQuestionAnsweringPipeline
+from bio_mrc.model import BioMrcForQuestionAnswering
 
 HEADS = [Head, BIOHead, SpanHead]
 
@@ -48,7 +54,12 @@ ENTRY_POINTS = {
     "SpanHead.loss": SpanHead.loss, "Head.loss": Head.loss, "AnswerExtractor": AnswerExtractor,
     "AnswerExtractor.__call__": AnswerExtractor.__call__, "AnswerExtractor.from_pretrained": AnswerExtractor.from_pretrained,
     "AnswerExtractor.predict": AnswerExtractor.predict, "TrainedModel.load": TrainedModel.load, "tag_scores": tag_scores,
-    "predict_to_files": predict_to_files,
+    "predict_to_files": predict_to_files, "BioMrcQuestionAnsweringPipeline": BioMrcQuestionAnsweringPipeline,
+    "BioMrcQuestionAnsweringPipeline.postprocess": BioMrcQuestionAnsweringPipeline.postprocess,
+    "TrainedModel.from_qa_checkpoint": TrainedModel.from_qa_checkpoint, "export_onnx": export_onnx,
+    "predict_windows": predict_windows, "run_windows": run_windows, "tune_model": tune_model, "decode_span": decode_span,
+    "BioMrcForQuestionAnswering.forward": BioMrcForQuestionAnswering.forward,
+    "BioMrcForQuestionAnswering.from_encoder": BioMrcForQuestionAnswering.from_encoder,
 }
 
 

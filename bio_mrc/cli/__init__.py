@@ -4,7 +4,8 @@ Building the parser loads only light modules (the config dataclasses and their o
 transformers and datasets load inside the command that runs a model, so ``--help`` answers at once
 (tests/test_cli_startup.py checks that ``--version`` imports no torch). One module a job: ``parser`` (the options),
 ``options`` and ``command_data`` (what options and data files become), one module per command or pair of commands,
-``console`` (what the process shows and how it ends).
+``console`` (what the process shows and how it ends), ``bar_variables`` (tqdm's own ``TQDM_*`` settings, checked
+before any work).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..plugins import load_plugins
 from ..errors import BioMrcError, command_line_text
 from ..io import printable_line
 from ..launcher import check_launcher_environment, close_process_group
+from .bar_variables import check_bar_variables
 from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
                       reader_gone, streams_closed_by_the_shell, terminate_as_exit)
 from .leftovers import no_empty_torch_cache_folder
@@ -56,6 +58,7 @@ def _run(argv: Sequence[str] | None) -> int:
     decode_text_options(args)
     try:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
+        check_bar_variables()  # a TQDM_MININTERVAL that tqdm cannot read: its traceback where a library imports it
         check_model_names(args)
         check_optional_files(args)
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work

@@ -214,7 +214,10 @@ def _window_null(outputs: WindowOutputs, values: np.ndarray, n_examples: int) ->
 
 
 def decode_span(outputs: WindowOutputs, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
-    """n-best spans by ``s_i + e_j`` across windows, each starting where ``outputs.starts`` allows; ``no_answer_score = null - best``."""
+    """n-best spans by ``s_i + e_j`` across windows, each starting where ``outputs.starts`` allows; ``no_answer_score = null - best``.
+    ``outputs``: the windows' span logits, offsets and masks (:class:`~bio_mrc.decoding.window_outputs.WindowOutputs`); ``examples``: the
+    questions they were cut from, one prediction each, in their order; ``config``: the ``n_best`` spans kept, the
+    ``max_answer_length`` (None: the default) and the other decoding options (:class:`DecodeConfig`)."""
     if outputs.start_logits is None:
         raise ValueError("span decoding needs a model with a span head")
     config = _limited(config)

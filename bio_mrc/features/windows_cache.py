@@ -91,7 +91,7 @@ def cache_budget_bytes() -> int:
     if not text:
         return int(DEFAULT_BUDGET_GB * 1e9)
     try:
-        gigabytes = float(text)
+        gigabytes = float(text) if text.isascii() else float("nan")  # float() reads '٣' as 3
     except ValueError:
         gigabytes = float("nan")
     if not gigabytes >= 0 or gigabytes * 1e9 == float("inf"):  # 1e300 GB is no number of bytes either

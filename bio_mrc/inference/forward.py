@@ -102,7 +102,9 @@ def run_windows(
     precision: str | None = None,
     bar: tqdm | None = None,
 ) -> WindowOutputs:
-    """Forward every window; windows are batched by length so padding costs little.
+    """Forward every window of ``features`` (the windows as :mod:`bio_mrc.features` makes them: ``input_ids``, offsets
+    and masks, ``example_index``); windows are batched by length so padding costs little, ``batch_size`` windows a
+    forward pass, each padded with ``pad_token_id`` (the tokenizer's) to the longest of its batch.
     ``model`` is a PyTorch model (run in ``precision``, default auto) or any :class:`WindowRunner`
     (an ONNX Runtime session). ``bar`` counts the windows run (None: a bar of the call's own, shown with ``progress``)."""
     runner = as_runner(model, precision)
@@ -171,7 +173,10 @@ def predict_windows(
     data_name: str | None = None,
     alone: ContextsAlone | None = None,
 ) -> WindowOutputs:
-    """Tokenize ``examples`` into windows and run the model (or runner) over them. ``bars`` count the questions cut
+    """Tokenize ``examples`` with ``tokenizer`` into the windows ``feature_config`` sets (its ``max_seq_length``,
+    ``doc_stride`` and ``max_query_length``: the model's own) and run ``model`` over them, as :func:`run_windows` runs
+    it (``batch_size`` windows a forward pass, in ``precision``). ``model``: a PyTorch model or any
+    :class:`WindowRunner` (an ONNX Runtime session). ``bars`` count the questions cut
     and the windows run (None: bars of the call's own, shown with ``progress``): a list answered in chunks passes
     the same bars to each chunk's call, so they run once over the whole list. With ``data_name`` (the file the
     questions were read from), those cut to ``max_query_length`` are said in one ``LongQuestionsNote`` naming it.

@@ -125,7 +125,10 @@ class TrainedModel:
         cls, model_dir: Path, name: str, precision: str | None = None, device: str = "cpu", progress: bool = False,
     ) -> "TrainedModel":
         """The span-only bio_mrc model of transformers' extractive QA model in ``model_dir``
-        (:func:`bio_mrc.qa_checkpoints.span_model_from_qa_checkpoint`), with its tokenizer, for answering as it is."""
+        (:func:`bio_mrc.qa_checkpoints.span_model_from_qa_checkpoint`), with its tokenizer, for answering as it is.
+        ``name``: the folder or hub id as given, which errors and answers name. ``precision``: of every forward pass,
+        fp32, bf16 or auto (None: auto). ``device``: where the model runs, a device already resolved (:meth:`load`
+        resolves ``auto``). ``progress``: transformers' bar for the weights loading, on stderr."""
         precision = forward_precision(precision, False, name)
         with progress_bars(progress):
             model, tokenizer = span_model_from_qa_checkpoint(model_dir, name)

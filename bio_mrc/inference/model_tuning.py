@@ -60,7 +60,10 @@ def tune_model(
     the decoding options (default: ``DecodeConfig(require_answer=False)``, the command's; a ``bio_length_prior`` or
     ``min_span_probability`` given is saved, not fitted); ``task``: a :mod:`bio_mrc.registry` task or a scorer's name
     (None: the data's own); ``limit``: the first questions alone; ``calibrate`` False keeps the saved calibrators, which
-    are fitted on at least ``min_calibration_questions``. ``name`` names the data in messages and in the saved
+    are fitted on at least ``min_calibration_questions``. ``batch_size``: windows a forward pass (None: the model's,
+    :attr:`~bio_mrc.inference.loading.TrainedModel.batch_size`); ``precision``: of the forward passes, fp32, bf16 or auto
+    (None: auto); ``device``: where the model runs, ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto`` (None: auto, the
+    GPU when there is one). ``name`` names the data in messages and in the saved
     ``tuned_on``; ``before_saving`` is called with the settings fitted before they are saved; ``progress`` shows the
     bars the command shows. Each refusal comes before the weights load, as the command's do."""
     _check_arguments(model, data, output_dir, decodings, options, task, limit)

@@ -202,12 +202,13 @@ def export_onnx(
     model_dir: str | Path, output_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = TOLERANCE, overwrite: bool = False,
     progress: bool = False, revision: str | None = None,
 ) -> OnnxExport:
-    """Export a saved bio_mrc model (a folder, or a hub id at ``revision``) to a self-describing ONNX folder; returns its
-    marker record (:class:`OnnxExport`).
+    """Export a saved bio_mrc model (``model_dir``: a folder, or a hub id at ``revision``) to a self-describing ONNX
+    folder, ``output_dir`` (new or empty, another than the model's own); returns its marker record (:class:`OnnxExport`).
 
-    The graph is checked against PyTorch on random windows of two shapes other than the traced
-    one; a logit difference above ``atol`` is an error and leaves no export behind. ``progress`` says when the export
-    begins, once every check has passed."""
+    ``opset``: the ONNX opset version the graph is written in, from 7 to the installed onnx's newest. The graph is
+    checked against PyTorch on random windows of two shapes other than the traced one; a logit difference above
+    ``atol`` (a number above 0) is an error and leaves no export behind. ``overwrite``: replace the files of an
+    ``output_dir`` that is not empty. ``progress`` says when the export begins, once every check has passed."""
     path_argument(model_dir, "model_dir", "export_onnx")
     path_argument(output_dir, "output_dir", "export_onnx")
     check_name_given(model_dir)  # before Path reads "" as the current folder

@@ -113,15 +113,23 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     {'score': 0.93, 'start': 18, 'end': 30, 'answer': 'Ada Lovelace'}
 
     (The example needs a trained model folder, so doctest skips it.)
+
+    ``model``: a bio_mrc model (:class:`~bio_mrc.model.BioMrcForQuestionAnswering`), an ONNX export of one, or
+    transformers' extractive QA model (``...ForQuestionAnswering``, its encoder and span head run as a bio_mrc model);
+    ``pipeline()`` loads it from the folder or hub id given as its ``model``. ``tokenizer``: the model's fast tokenizer,
+    required (``pipeline()`` loads the folder's). ``precision``: of the forward pass, auto (default: fp32 where bf16 is
+    not native; bf16 on a GPU with native bf16; on such a CPU the faster of the two for this model, measured once and
+    cached: :mod:`bio_mrc.precision`), fp32 or bf16; ``dtype`` (``pipeline(dtype=...)``, ``torch_dtype=``):
+    ``torch.float32`` is fp32, ``torch.bfloat16`` bf16. The other keywords (``device``, ``batch_size``) are
+    transformers' ``Pipeline``'s, ``device`` checked first (:func:`bio_mrc.precision.pipeline_device`: a GPU's
+    number, a name or a ``torch.device``).
     """
 
     _load_tokenizer = True
     _load_processor = _load_image_processor = _load_video_processor = _load_feature_extractor = False
 
     def __init__(self, model, tokenizer=None, precision: str | None = None, dtype: Any = None, **kwargs) -> None:
-        """``precision``: of the forward pass, auto (default: fp32 where bf16 is not native; bf16 on a GPU with native bf16;
-        on such a CPU the faster of the two for this model, measured once and cached: :mod:`bio_mrc.precision`), fp32 or bf16;
-        ``dtype`` (``pipeline(dtype=...)``, ``torch_dtype=``): ``torch.float32`` is fp32, ``torch.bfloat16`` bf16."""
+        """The pipeline of ``model`` and ``tokenizer`` (the class names each parameter)."""
         precision = dtype_precision(dtype, precision)  # refused before the model is read further
         if isinstance(model, ModelToLoad):  # transformers' loading step handed the path on: checked, then loaded here
             precision = dtype_precision(model.dtype, precision, model.dtype_name)
@@ -270,7 +278,13 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
 
     def postprocess(self, model_outputs, top_k=1, handle_impossible_answer=False, max_answer_len=None,
                     decoding="auto", multi_span=False, align_to_words=False):
-        """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``."""
+        """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``.
+
+        ``model_outputs``: the forward step's questions and their windows' outputs. ``handle_impossible_answer``: the
+        empty answer where the decoding abstains (its no-answer score past the threshold saved with the model).
+        ``max_answer_len``: the longest span in tokens (None: the limit saved with the model, else the default). ``decoding``: span, bio, joint or
+        auto (the best the model's heads allow). ``multi_span``: every span of the answer, not the single best.
+        ``align_to_words``: each span widened to whole words (:func:`word_aligned`)."""
         decoding = registry.resolve_decoding(self.extractor.trained.decodings, decoding, heads=self.extractor.trained.heads)
         questions = model_outputs["questions"]
         n_best = max(1 if multi_span else top_k, self.extractor.decode_config.n_best)  # with multi_span top_k cuts the ranking
