@@ -43,9 +43,9 @@ def pages() -> list[Path]:
 
 
 def linked_pages() -> list[Path]:
-    """Every page whose links must hold: the README, docs/, the GPU runner's notes and every Markdown file under
-    benchmarks/, its notes and the committed comparison reports (a report's figures are committed beside it)."""
-    return [*pages(), *sorted((ROOT / "benchmarks").rglob("*.md")), ROOT / "tools" / "gpu" / "README.md"]
+    """Every page whose links must hold: the README, docs/, the changelog, the GPU runner's notes and every Markdown file
+    under benchmarks/, its notes and the committed comparison reports (a report's figures are committed beside it)."""
+    return [*pages(), ROOT / "CHANGELOG.md", *sorted((ROOT / "benchmarks").rglob("*.md")), ROOT / "tools" / "gpu" / "README.md"]
 
 
 def snippets() -> list[tuple[str, str]]:
@@ -164,6 +164,20 @@ def test_relative_links_point_to_files(page):
         elif fragment and resolved.suffix == ".md" and fragment not in anchors(resolved):
             broken.append(f"{target} (no heading #{fragment} in {resolved.relative_to(ROOT)})")
     assert not broken, f"{page.relative_to(ROOT)} links to what does not exist: {broken}"
+
+
+SUMMARY_ROW = re.compile(r"^\|(?:[^|]*\|){2} *\d{4}-\d{2}-\d{2}[^|]*\|[^|]*\| *\[[^\]]*\]\(#[^)]+\) *\|$")
+
+
+def test_results_summary_rows_lie_in_the_summary_table():
+    """A row of the lab notebook's summary (figure, command, date, machine, section link) lies in its Summary table,
+    not inside an entry's own table, where the summary would lack it."""
+    lines = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8").splitlines()
+    start, end = lines.index("## Summary"), lines.index("### Superseded")
+    rows = [number for number, line in enumerate(lines) if SUMMARY_ROW.match(line)]
+    assert rows and start < rows[0] < end, "the Summary table lost its rows"
+    astray = [number + 1 for number in rows if not start < number < end]
+    assert not astray, f"benchmarks/RESULTS.md: summary rows outside the Summary table, at lines {astray}"
 
 
 def test_every_docs_page_is_linked_from_the_readme():

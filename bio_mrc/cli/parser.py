@@ -75,15 +75,16 @@ def _add_predict_command(add_command) -> None:
     predict.add_argument("--decoding", choices=registry.decoding_choices(), nargs="+", action=EveryUse, default=[registry.AUTO_DECODING],
                          help=f"one or several; {AUTO_HELP}")
     predict.add_argument("--output", required=True,
-                         help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
-                              "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
+                         help="the official {id: answer} file; PREDS.answers.jsonl (one line per question and decoding, written as "
+                              "PREDS.answers.partial.jsonl as the answers finish and moved in at the end), PREDS.nbest.json and "
+                              "PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
     predict.add_argument("--batch-size", type=count_option, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
     predict.add_argument("--chunk-size", type=count_option, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
-                         help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")
+                         help="continue an interrupted run: skip the questions PREDS.answers.partial.jsonl answers (same options and data)")
     add_precision_option(predict)
     add_config_options(predict, DecodeConfig, exclude=("require_answer",))
     add_data_options(predict)
