@@ -216,9 +216,9 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
     def __init__(self, config: BioMrcConfig) -> None:
         super().__init__(config)
+        names = config.head_names  # heads that cannot go together are refused before the encoder is built
         self.encoder = _encoder_from_config(config.encoder)
         hidden = config.encoder.hidden_size
-        names = config.head_names
         for name, entry in registry.HEADS.items():  # each under its registered attribute: the weights' names
             if hasattr(self, entry.attribute):  # "encoder", "config": the model's own, which the head would replace
                 raise ValueError(f"head {name!r}: its attribute {entry.attribute!r} is the model's own; give its registry "

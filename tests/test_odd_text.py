@@ -212,8 +212,9 @@ def draw_disjoint_answers(data, units: Units, max_tokens: int) -> tuple[tuple[in
 def perfect_outputs(features) -> WindowOutputs:
     """What a perfect model says about these windows: the span head peaked at the gold start/end
     (``[CLS]`` where the window lacks the answer), the BIO head the smoothed gold tag distribution."""
-    columns = {k: features[k] for k in ("input_ids", "offset_mapping", "paragraph_mask", "word_offsets", "tag_mask",
-                                         "start_positions", "end_positions", "bio_targets")}
+    # The columns read whole at once: a column of the Dataset read a row at a time goes back to Arrow for each row.
+    columns = features.select_columns(["input_ids", "offset_mapping", "paragraph_mask", "word_offsets", "tag_mask",
+                                       "start_positions", "end_positions", "bio_targets"])[:]
     n, width = len(features), max(len(ids) for ids in columns["input_ids"])
     offsets, words = np.full((n, width, 2), -1, dtype=np.int64), np.full((n, width, 2), -1, dtype=np.int64)
     mask, tagged = np.zeros((n, width), dtype=bool), np.zeros((n, width), dtype=bool)

@@ -122,21 +122,28 @@ def _reads_a_flag(node: ast.AST) -> bool:
     return any(_reads_a_flag(child) for child in ast.iter_child_nodes(node))
 
 
-def _own_nodes(scope: ast.AST) -> list[ast.AST]:
-    """The nodes of a module or function, those of the functions defined inside it left to their own scope."""
-    nodes, todo = [], list(ast.iter_child_nodes(scope))
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _scopes(tree: ast.AST) -> list[list[ast.AST]]:
+    """The nodes of the module and of each function, lambda and class in it, those of the scopes defined inside one left
+    to their own (the inner scope's own node stays in the outer's), in one walk of the tree."""
+    module: list[ast.AST] = []
+    scopes, todo = [module], [(child, module) for child in ast.iter_child_nodes(tree)]
     while todo:
-        node = todo.pop()
+        node, nodes = todo.pop()
         nodes.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo += ast.iter_child_nodes(node)
-    return nodes
+        if isinstance(node, SCOPES):
+            nodes = []
+            scopes.append(nodes)
+        todo += [(child, nodes) for child in ast.iter_child_nodes(node)]
+    return scopes
 
 
-def _flag_names(scope: ast.AST) -> set[str]:
-    """The names a scope assigns from an expression reading an entry's flag (a tuple's items paired where they can be)."""
+def _flag_names(nodes: list[ast.AST]) -> set[str]:
+    """The names a scope's nodes assign from an expression reading an entry's flag (a tuple's items paired where they can be)."""
     names = set()
-    for node in _own_nodes(scope):
+    for node in nodes:
         if isinstance(node, ast.Assign):
             pairs = [(target, node.value) for target in node.targets]
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
@@ -151,10 +158,11 @@ def _flag_names(scope: ast.AST) -> set[str]:
     return names
 
 
-def _conditions(scope: ast.AST) -> list[ast.AST]:
-    """Every expression a scope tests: of ``if``, ``while``, ``x if c else y``, a comprehension's ``if``, ``and``/``or``/``not``."""
+def _conditions(nodes: list[ast.AST]) -> list[ast.AST]:
+    """Every expression a scope's nodes test: of ``if``, ``while``, ``x if c else y``, a comprehension's ``if``,
+    ``and``/``or``/``not``."""
     tests = []
-    for node in _own_nodes(scope):
+    for node in nodes:
         if isinstance(node, (ast.If, ast.While, ast.IfExp)):
             tests.append(node.test)
         elif isinstance(node, ast.comprehension):
@@ -168,11 +176,10 @@ def _conditions(scope: ast.AST) -> list[ast.AST]:
 
 def flag_variable_branches(source: str, where: str = "") -> list[str]:
     """Each line of ``source`` whose condition tests a name assigned from an entry's flag in the same function."""
-    tree = ast.parse(source)
     found = set()
-    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))]:
-        flagged = _flag_names(scope)
-        for test in _conditions(scope):
+    for nodes in _scopes(ast.parse(source)):
+        flagged = _flag_names(nodes)
+        for test in _conditions(nodes) if flagged else ():
             found |= {(n.lineno, n.id) for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in flagged}
     lines = source.splitlines()
     return [f"{where}:{line}: {lines[line - 1].strip()} ({name})" for line, name in sorted(found)]
@@ -606,13 +613,17 @@ def test_a_malformed_entry_is_refused_at_registration_in_one_line(monkeypatch, t
 
 
 
-def test_two_heads_naming_the_same_logits_are_refused_together(toy_entries):
+def test_two_heads_naming_the_same_logits_are_refused_together(toy_entries, monkeypatch):
+    from bio_mrc import model
+
     # the toy pointer head names its logits as the span head does: a model of both held only the pointer's
     assert registry.head_names("pointer") == ["pointer"] and registry.head_names("bio+span") == ["span", "bio"]
     with pytest.raises(ValueError, match=r'^heads "span\+pointer" name the same logits '
                                          r"\['end_logits', 'start_logits'\]: "
                                          "a model carries one head of each output name$"):
         registry.head_names("span+pointer")
+    # refused before its encoder is built (the default encoder's dozen layers drawn at random for nothing)
+    monkeypatch.setattr(model, "_encoder_from_config", lambda config: pytest.fail("the encoder was built"))
     with pytest.raises(ValueError, match="name the same logits"):
         BioMrcForQuestionAnswering(registry.resolve("bio_mrc.model:BioMrcConfig")(heads="span+pointer"))
     # nor are they offered as a choice (train --heads): every choice is one head_names takes

@@ -19,7 +19,11 @@ from bio_mrc.types import Example
 
 from .conftest import SAMPLE_V1
 from .test_extract import assert_same_answers, windows_asked
-from .test_long_contexts import LONG_CONTEXT
+
+# A context of some 23 windows of the tiny model's 48 tokens a question (a third of test_long_contexts' 70): a slice
+# holds a few questions' windows, each question many, as at any length.
+LONG_CONTEXT = " ".join(["The Normans were famed for their martial spirit.", "Rollo ruled Normandy in 911.",
+                         "Their language was Norman French, a dialect of Old French."] * 8)
 
 QUESTIONS = ["What were the Normans famed for?", "Who ruled Normandy?", "What was Norman French?", "When did Rollo rule?",
              "Who were famed?"]
