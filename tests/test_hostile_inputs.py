@@ -305,13 +305,14 @@ def test_the_command_line_names_unheld_answers_in_one_warning_line(tiny_encoder_
 
     context = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
     line = {"id": "long", "question": "All?", "context": context, "answers": {"text": [context[4:]], "answer_start": [4]}}
-    (tmp_path / "long.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    held = {"id": "held", "question": "Which?", "context": context, "answers": {"text": ["two"], "answer_start": [4]}}
+    (tmp_path / "long.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(held) + "\n", encoding="utf-8")
     assert main(["train", "--train", str(tmp_path / "long.jsonl"), "--output-dir", str(tmp_path / "model"), "--encoder",
                  str(tiny_encoder_dir), "--epochs", "1", "--max-seq-length", "24", "--doc-stride", "4",
                  "--max-query-length", "6"]) == 0
     err = capsys.readouterr().err
     shown = [row for row in err.splitlines() if "no window holds" in row]
-    assert shown == ["warning: 1 of 1 answerable training questions have an answer that no window holds as tokens (whitespace, "
+    assert shown == ["warning: 1 of 2 answerable training questions have an answer that no window holds as tokens (whitespace, "
                      "characters the tokenizer drops, or longer than a window): they train as unanswerable; 'long'"]
     assert "UnheldAnswersWarning" not in err and "cli.py" not in err
 

@@ -17,7 +17,7 @@ from transformers import TrainerCallback, set_seed
 
 from ..arguments import count_argument, given_type, instance_argument, path_argument
 from ..encoders import starting_point_digest
-from ..errors import ConfigError, DataFormatError, a_type, argument
+from ..errors import ConfigError, a_type, argument
 from ..features.windows_cache import cache_budget_bytes
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_folder_target, check_outputs_apart, home_expanded, writes_named
@@ -36,6 +36,7 @@ from .recorded_commit import start_at_recorded_commit
 from .run_checks import check_best_metric, check_run_options
 from .run_start import FinishedModelError, SharedHeldOutWarning, WindowsFittedWarning, finished_run, fit_default_windows, warn_shared_held_out
 from .training_args import check_run_trackers
+from .training_questions import check_training_questions
 from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
                      save_final_model)
 from .trainer import (
@@ -126,6 +127,9 @@ def train_model(
     hold, those ``train``'s flags fill: ``push_to_hub``, ``hub_model_id``, ``hub_strategy``, ``hub_private_repo`` and
     ``report_to`` (an uploading tracker); the push reads the token of ``hf auth login`` or ``HF_TOKEN``. Questions past
     ``max_query_length``, read as their first tokens, are one ``LongQuestionsNote`` naming ``data_name`` (the file read).
+    Questions training cannot learn from are a ``DataFormatError`` naming ``data_name`` and the question, before any
+    work (:func:`~.training_questions.check_training_questions`: a span outside its context, a repeated id, none with an
+    answer, ...), or once the windows are cut where no window holds any question's answer.
     """
     _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args, data_name)
     # one training a folder, held from before any work as `bio-mrc train` holds it (which holds it already here)
@@ -140,7 +144,9 @@ def _train_alone(examples: Sequence[Example], config: TrainConfig, output_dir: s
     """:func:`train_model` once its output folder is held (``sitting``: its ``save_checkpoints``, ``progress``,
     ``resume`` and ``checkpoint_steps``)."""
     save_checkpoints, progress, resume, checkpoint_steps = sitting
-    if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:
+    _check_examples(examples)  # before the precision measurement, the first work
+    check_training_questions(examples, data_name)  # as a file's reader checks them
+    if (finished := _finished_run(output_dir, resume, overwrite)) is not None:
         return finished
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
                                                (evaluator, save_checkpoints, checkpoint_steps))
@@ -271,19 +277,15 @@ def _checked_run(examples: Sequence[Example], config: TrainConfig, output_dir: s
     check_best_metric(args, names(config.heads) if names else None)
     if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
         starting_point(config)
-    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
-    if unlabelled is not None:
-        raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
     check_output_folder(output_dir, overwrite)
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     choices = config.precision_choices()
     return replace(config, precision=choices["training"]["precision"]), choices, output_dir
 
 
-def _finished_run(examples: Any, output_dir: str | Path, resume: bool, overwrite: bool) -> TrainResult | None:
+def _finished_run(output_dir: str | Path, resume: bool, overwrite: bool) -> TrainResult | None:
     """The result of a run that was stopped while saving its model, which ``resume`` completes (:func:`finished_run`),
     read from its record; None where training goes on."""
-    _check_examples(examples)  # before the precision measurement, the first work
     output_dir = Path(home_expanded(output_dir))
     if (record := finished_run(output_dir, resume, overwrite)) is None:
         return None

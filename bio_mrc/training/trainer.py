@@ -17,7 +17,7 @@ from transformers.trainer_utils import HubStrategy
 
 from ..config_schema import UnaskedFloat
 from ..encoders import as_data, load_tokenizer, resolve_encoder
-from ..errors import ConfigError, InputWarning
+from ..errors import ConfigError, DataFormatError, InputWarning
 from ..features.collate import WindowBatches, WindowCollator
 from ..features.long_questions import note_long_questions
 from ..features.targets import answers_no_window_holds
@@ -39,6 +39,7 @@ from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, record_checkp
 from .config import TrainConfig
 from .run_start import windows_past_positions
 from .training_args import check_network_args, default_hub_id, hub_repository_refused
+from .training_questions import ANSWERS_NOTHING
 from .saving import LOG_DIR
 
 
@@ -54,15 +55,36 @@ OPTIMIZER = "adamw_torch_fused"
 GPU_LOADER_WORKERS = 4
 
 
+# Why a window may hold no token of an answer, as the warning and the refusal of such answers say it.
+_UNHELD_WHY = "(whitespace, characters the tokenizer drops, or longer than a window)"
+
+
+def _first_ids(ids: list[str]) -> str:
+    return ", ".join(repr(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+
+
 class UnheldAnswersWarning(InputWarning):
     """Training questions whose answer no window holds as tokens: they train as unanswerable (``ids`` names them)."""
 
     def __init__(self, ids: list[str], answerable: int) -> None:
-        shown = ", ".join(repr(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
         super().__init__(f"{len(ids)} of {answerable} answerable training questions have an answer that no window holds as "
-                         f"tokens (whitespace, characters the tokenizer drops, or longer than a window): they train as "
-                         f"unanswerable; {shown}")
+                         f"tokens {_UNHELD_WHY}: they train as unanswerable; {_first_ids(ids)}")
         self.ids = ids
+
+
+def check_held_answers(missed: list[str], examples: Sequence[Example], data_name: str | None) -> None:
+    """``missed``, the answerable questions of ``examples`` whose answer no window holds: said in one
+    :class:`UnheldAnswersWarning`, or, where they are all of them (every question would train as unanswerable, a model
+    that answers nothing), refused before training in one line naming ``data_name`` and the first few."""
+    if not missed:
+        return
+    answerable = sum(example.is_answerable for example in examples)
+    if len(missed) < answerable:
+        warnings.warn(UnheldAnswersWarning(missed, answerable), stacklevel=4)
+        return
+    which = "the 1 answerable training question" if answerable == 1 else f"any of the {answerable:,} answerable training questions"
+    raise DataFormatError(f"no window holds the answer of {which} {_UNHELD_WHY}: {ANSWERS_NOTHING}; {_first_ids(missed)}",
+                          source=data_name)
 
 
 class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
@@ -264,8 +286,7 @@ def build_trainer(
                                   cache_dir=default_windows_cache(), heads=model.config.head_names)
     if args.process_index == 0:  # said once, however many processes train
         note_long_questions(features, examples, windows.max_query_length, data_name or "the training questions")
-    if missed := answers_no_window_holds(features, examples):
-        warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
+    check_held_answers(answers_no_window_holds(features, examples), examples, data_name)  # before the model trains
     parent_limit = model.config.max_answer_length if config.init_from else None  # the continued model's, kept where longer
     set_answer_length_limit(model, features, progress and args.process_index == 0, parent_limit)  # saved with the model
     features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window", "answer_lengths",
