@@ -250,3 +250,28 @@ def client_free_answer(extractor, question: str) -> list[dict]:
     from bio_mrc.serving.app import answer_of
 
     return [span.model_dump() for span in answer_of(extractor(question, CONTEXT), None).spans]
+
+
+# --- a long-lived process: what is remembered of the warnings said stays bounded ----------------------------------------
+
+def test_a_long_lived_process_remembers_a_bounded_number_of_the_warnings_said(extractor, monkeypatch):
+    """Python's default filter keeps every distinct text said at a line in the calling module's ``__warningregistry__``
+    for the life of the process, and these texts name counts and positions: a process answering long questions for days
+    held one entry a call. Each caller's file keeps the last ``WARNED_TEXTS`` texts said in it, and a text among them
+    said again at its line is shown once, as Python's default filter shows it."""
+    from bio_mrc.features import long_questions
+
+    monkeypatch.setattr(long_questions, "WARNED_TEXTS", 3)
+    questions = [TWELVE + " newton" * n for n in range(1, 11)]  # 13 to 22 tokens: ten distinct lines
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for question in [*questions, *questions[-2:]]:  # the last two again: among the last three said
+            extractor(question, CONTEXT)
+        module_said = [key for key in globals().get("__warningregistry__", {}) if key != "version"]
+        remembered = [key for key in long_questions.warned_at(__file__) if key != "version"]
+    assert [key for key in module_said if key[1] is LongQuestionWarning] == []
+    assert [text for text, _, _ in remembered] == [str(w.message) for w in caught][-3:]
+    assert [str(w.message) for w in caught if issubclass(w.category, LongQuestionWarning)] == [
+        f"the question has {n} tokens, more than the 12 the model reads (its max_query_length): it is answered as its "
+        "first 12 tokens, as the model's training questions were cut" for n in range(13, 23)]
+    assert {w.filename for w in caught} == {__file__}

@@ -7,11 +7,10 @@ well as it can; cutting them unsaid would answer a question other than the one a
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import InputWarning
-from ..features.long_questions import NAMED, callers_level, token_count
+from ..features.long_questions import NAMED, token_count, warn_at_caller
 
 if TYPE_CHECKING:
     from ..types import Example
@@ -57,4 +56,4 @@ def warn_long_questions(trained: TrainedModel, examples: Sequence[Example], name
         more = f" and {len(long) - NAMED} more" if len(long) > NAMED else ""
         line = (f"{len(long)} questions have more tokens than the {most} the model reads (its max_query_length): "
                 f"{named}{more}; each is answered as its first {cut}")
-    warnings.warn(LongQuestionWarning(line), stacklevel=callers_level())
+    warn_at_caller(LongQuestionWarning(line))
