@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from .. import registry
 from ..argument_parser import EveryUse
@@ -234,12 +234,17 @@ def check_revision_of_folder(args: argparse.Namespace) -> None:
 
 
 def expand_home(args: argparse.Namespace) -> None:
-    for name in PATH_OPTIONS:
+    _map_options(args, PATH_OPTIONS, home_expanded)
+
+
+def _map_options(args: argparse.Namespace, names: Sequence[str], read: Callable[[str], Any]) -> None:
+    """The options ``names`` of ``args`` given (a text or a list of texts) replaced by what ``read`` makes of each text."""
+    for name in names:
         value = getattr(args, name, None)
         if isinstance(value, str):
-            setattr(args, name, home_expanded(value))
+            setattr(args, name, read(value))
         elif isinstance(value, list):
-            setattr(args, name, [home_expanded(v) for v in value])
+            setattr(args, name, [read(v) for v in value])
 
 
 # The options whose value is text, not a path: a question, a document's text, JSON of training arguments.
@@ -260,12 +265,7 @@ def text_from_argv(text: str) -> str:
 
 def decode_text_options(args: argparse.Namespace) -> None:
     """:data:`TEXT_OPTIONS` read by :func:`text_from_argv`; paths stay as Python decoded them, the names the system opens."""
-    for name in TEXT_OPTIONS:
-        value = getattr(args, name, None)
-        if isinstance(value, str):
-            setattr(args, name, text_from_argv(value))
-        elif isinstance(value, list):
-            setattr(args, name, [text_from_argv(v) for v in value])
+    _map_options(args, TEXT_OPTIONS, text_from_argv)
 
 
 # Keywords of the library's calls that a command's option of another name sets (load_squad's data_format is --format,
