@@ -8,7 +8,7 @@ import pytest
 
 from bio_mrc.data.one_answer import JoinedPartsNote
 from bio_mrc.errors import ConfigError
-from bio_mrc.harness.compare import compare, resolve_splits, train_models
+from bio_mrc.harness.compare import compare, resolve_splits, run_comparison, train_models
 from bio_mrc.harness.comparison_splits import training_share
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.earlier_report import read_report
@@ -69,7 +69,7 @@ def test_the_report_says_which_cells_came_from_where(earlier, composed):
 def test_a_composed_report_serves_as_an_earlier_report_in_turn(composed, tiny_encoder_dir, tmp_path):
     out, results, _ = composed
     config = parse_config(tiny_config(tiny_encoder_dir, runs=("span-only", "joint")))
-    again, _ = compare(config, FIXTURES, tmp_path, cells_from=out / "report.json")
+    again = run_comparison(config, FIXTURES, tmp_path, cells_from=out / "report.json")  # its cells; no report
     assert [c.f1.tolist() for c in again.cells] == [c.f1.tolist() for c in results.cells]
     scored_in = {c.run: c.scored_in for c in again.cells}
     assert scored_in["span-only"] == next(c for c in results.cells if c.run == "span-only").scored_in  # the first scoring
@@ -313,7 +313,7 @@ def test_a_cross_validation_cell_records_which_questions_each_fold_held_out(earl
     folds = resolve_splits(config, FIXTURES).folds
     expected = [id_set_hash(ex.id for ex in held_out.examples) for _, held_out in folds]
     assert len(set(expected)) == 2 and all(cell.fold_question_hashes == expected for cell in results.cells)
-    again, _ = compare(config, FIXTURES, tmp_path / "out", cells_from=report)
+    again = run_comparison(config, FIXTURES, tmp_path / "out", cells_from=report)  # its cells; no report
     assert [cell.fold_question_hashes for cell in again.cells] == [expected]
     assert again.cells[0].scored_in["date"] == results.date and not (tmp_path / "out" / "models").exists()
 
@@ -380,7 +380,7 @@ def test_a_cell_of_a_share_records_which_training_questions_each_fold_used(earli
     assert expected != [id_set_hash(train.ids) for train, _ in splits.folds]
     assert all(cell.fold_training_hashes == expected for cell in results.cells)
     assert all(json.loads(report.read_text())["cells"][k]["fold_training_hashes"] == expected for k in range(len(results.cells)))
-    again, _ = compare(config, FIXTURES, tmp_path / "out", cells_from=report)
+    again = run_comparison(config, FIXTURES, tmp_path / "out", cells_from=report)  # its cells; no report
     assert [cell.fold_training_hashes for cell in again.cells] == [expected]
     assert again.cells[0].scored_in["date"] == results.date and not (tmp_path / "out" / "models").exists()
 

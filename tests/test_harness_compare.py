@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bio_mrc.harness.compare import compare
+from bio_mrc.harness.compare import compare, run_comparison
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
 from bio_mrc.errors import AlwaysAbstainWarning, ConfigError, DataFormatError, FewTuningQuestionsWarning
@@ -130,7 +130,7 @@ def test_a_calibration_section_without_a_tuning_split_says_why_no_cell_is_calibr
 
 def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
     out, results, _ = comparison
-    again, _ = compare(parse_config(config_dict(tiny_encoder_dir, seeds=[1])), FIXTURES, out, progress=False)
+    again = run_comparison(parse_config(config_dict(tiny_encoder_dir, seeds=[1])), FIXTURES, out)  # its cells; no report
     assert all(c.reused_model for c in again.cells)
     first = {(c.run, c.decoding): c.f1 for c in results.cells if c.seed == 1}
     assert first and sorted((c.run, c.decoding) for c in again.cells) == sorted(first)  # every cell of seed 1 again
@@ -160,7 +160,7 @@ def test_a_run_that_only_evaluates_differently_shares_the_model(comparison, tiny
     out, results, _ = comparison
     raw = config_dict(tiny_encoder_dir, seeds=[1],
                       runs=[{"name": "joint-in-bf16", "heads": "span+bio", "bio_targets": "one-hot", "inference_precision": "bf16"}])
-    again, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
+    again = run_comparison(parse_config(raw), FIXTURES, out)  # its cells; no report
     trained = {c.model_dir for c in results.cells if (c.run, c.seed) == ("joint", 1)}
     assert all(c.reused_model and c.precision == "bf16" for c in again.cells)
     assert {c.model_dir for c in again.cells} == trained
@@ -171,8 +171,6 @@ def test_a_cell_keeps_no_no_answer_probabilities_of_an_earlier_squad2_evaluation
     """A run and seed scored on SQuAD 2.0, then on SQuAD v1.1 in the same folder: the v1.1 cell's files are its
     answers and n-best alone, never the 2.0 questions' ``.na_probs.json`` beside them, read back or scored anew."""
     import shutil
-
-    from bio_mrc.harness.compare import run_comparison
 
     out = tmp_path / "out"
     shutil.copytree(comparison[0], out)  # the span-only model of seed 1, its v1.1 cells cached: reused, never trained

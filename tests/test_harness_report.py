@@ -272,8 +272,39 @@ def write(results, tmp_path):
     return summary, (tmp_path / "report.md").read_text(), json.loads((tmp_path / "report.json").read_text())
 
 
-def test_the_report_leads_its_statistics_with_the_contrasts(tmp_path):
-    summary, report, saved = write(synthetic_results(runs=("joint", "bio-only", "span-only")), tmp_path)
+def written_once(results, tmp_path_factory, name):
+    """A report the tests of this module that read it share, written (its figures drawn) once: (folder, results,
+    summary, report.md, report.json). The tests only read it."""
+    folder = tmp_path_factory.mktemp(name)
+    return folder, results, *write(results, folder)
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory):
+    """The report of three runs (five cells), one seed, no per-question confidences, no partial training times."""
+    return written_once(synthetic_results(runs=("joint", "bio-only", "span-only")), tmp_path_factory, "three-runs")
+
+
+@pytest.fixture(scope="module")
+def selective_report(tmp_path_factory):
+    """The report of two runs whose cells store each question's confidence and rightness."""
+    return written_once(synthetic_results(runs=("joint", "bio-only"), selective=True), tmp_path_factory, "selective")
+
+
+@pytest.fixture(scope="module")
+def squad2_report(tmp_path_factory):
+    """A SQuAD 2.0 report, every other question unanswerable, every cell's no-answer threshold minus infinity (tuned
+    where abstaining always scores best)."""
+    results = synthetic_results(runs=("joint",))
+    results.eval["task"] = "squad-v2.0"
+    results.eval_examples = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
+                             for i, ex in enumerate(results.eval_examples)]
+    results.cells = [replace(cell, threshold=float("-inf")) for cell in results.cells]
+    return written_once(results, tmp_path_factory, "squad2")
+
+
+def test_the_report_leads_its_statistics_with_the_contrasts(three_runs):
+    *_, report, saved = three_runs
     statistics = report[report.index("## Scores"):]
     first_section = statistics.split("\n## ")[1]
     assert first_section.startswith("Paired differences: the contrasts (F1, 95% percentile paired bootstrap over questions")
@@ -315,13 +346,13 @@ def test_a_configuration_that_left_its_baseline_out_reads_back_as_itself():
         parse_config({**kept.to_dict(), "baseline_left_out": "span-only/span"})
 
 
-def test_a_training_time_of_the_last_sitting_only_is_marked(tmp_path):
+def test_a_training_time_of_the_last_sitting_only_is_marked(three_runs, tmp_path):
+    *_, complete, _ = three_runs  # every training time whole
+    assert "*Training time of the last sitting only" not in complete
     results = synthetic_results(runs=("joint", "span-only"))
-    _, report, _ = write(results, tmp_path / "complete")
-    assert "*Training time of the last sitting only" not in report
     for cell in results.cells:
         cell.train_seconds_partial = cell.run == "joint"
-    _, report, _ = write(results, tmp_path / "partial")
+    _, report, _ = write(results, tmp_path)
     rows = {line.split(" | ")[0] + " | " + line.split(" | ")[1]: line for line in report.splitlines() if line.startswith("| ")}
     assert "| 10* | 2 |" in rows["| joint | span"] and "| 10 | 2 |" in rows["| span-only | span"]
     assert "*Training time of the last sitting only" in report
@@ -356,14 +387,13 @@ def selective_arrays(results, kind):
     return arrays
 
 
-def test_the_selective_qa_section_and_plot(tmp_path):
-    results = synthetic_results(runs=("joint", "bio-only"), selective=True)
-    summary, report, saved = write(results, tmp_path)
+def test_the_selective_qa_section_and_plot(selective_report, three_runs):
+    folder, results, summary, report, saved = selective_report
     section = report[report.index("## Selective QA"):]
     assert "| joint/bio | raw |" in section and "| bio-only/bio | calibrated |" in section and "MacroCE" in section
     assert "![risk–coverage curves](risk_coverage.png)" in section
     assert "## Risk" not in report  # the figure is shown in its section, not again under a title of its own
-    assert (tmp_path / "risk_coverage.png").read_bytes().startswith(PNG_MAGIC)
+    assert (folder / "risk_coverage.png").read_bytes().startswith(PNG_MAGIC)
     cells = saved["summary"]["selective"]["cells"]
     raw = selective_arrays(results, "raw")
     for label, kinds in cells.items():
@@ -372,8 +402,8 @@ def test_the_selective_qa_section_and_plot(tmp_path):
         assert kinds["raw"]["aurc"] == [pytest.approx(expected["aurc"])]
         assert kinds["raw"]["coverage_at_80"] == [pytest.approx(expected["coverage_at_80"])]
     assert summary.selective.contrasts and summary.selective.to_json() == saved["summary"]["selective"]
-    _, plain, _ = write(synthetic_results(), tmp_path / "plain")  # cells without per-question confidences: no section
-    assert "Selective QA" not in plain and not (tmp_path / "plain" / "risk_coverage.png").exists()
+    plain_folder, *_, plain, _ = three_runs  # cells without per-question confidences: no section, no figure
+    assert "Selective QA" not in plain and not (plain_folder / "risk_coverage.png").exists()
 
 
 def aurc_statistic(item, idx):
@@ -430,7 +460,7 @@ def test_always_abstaining_is_scored_as_the_official_script_scores_an_empty_answ
                 Example("paris", "?", context, (((0, 5),), ((0, 6),)))]
     assert abstain_f1(squad_task("2.0"), examples).tolist() == [100.0, 100.0, 0.0]
 
-def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
+def test_squad2_cells_are_set_against_always_abstaining(squad2_report):
     """Always abstaining scores 100 on each unanswerable question and 0 elsewhere: here 3 of 4."""
     from bio_mrc.harness.summary import against_abstaining
 
@@ -442,27 +472,21 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     assert reference.cells[span].diff == pytest.approx(0.0)  # +100 on q0, -100 on q2
     assert reference.cells[bio].diff == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4
     assert reference.cells[bio].n_seeds == 2 and AgainstAbstaining.from_json(reference.to_json()) == reference
-    results = synthetic_results(runs=("joint",))
-    results.eval["task"] = "squad-v2.0"
-    results.eval_examples = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
-                             for i, ex in enumerate(results.eval_examples)]
-    summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
+    _, _, summary, report, _ = squad2_report  # every other question of 200 unanswerable
     assert summary.always_abstain.f1 == 50.0
-    report = (tmp_path / "report.md").read_text()
     assert "## Against always abstaining (SQuAD 2.0)" in report and "F1 = EM = **50.00**" in report
 
 
-def test_the_same_results_give_the_same_report_files_byte_for_byte(tmp_path):
+def test_the_same_results_give_the_same_report_files_byte_for_byte(selective_report, tmp_path):
     """Figures, Markdown, JSON and the page written twice from one comparison's results are the same bytes, so a
     committed report changes only where its results do."""
-    results = synthetic_results(runs=("joint", "bio-only"), selective=True)
-    for name in ("a", "b"):
-        write_report(results, tmp_path / name, np.arange(200) % 7, 50 + np.arange(200))
-    files = sorted(path.name for path in (tmp_path / "a").iterdir())
+    first, results, *_ = selective_report  # written once before, from these results
+    write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
+    files = sorted(path.name for path in first.iterdir())
     assert {"report.md", "report.json", "report.html", "score_per_cell.png", "risk_coverage.png"} <= set(files)
-    assert files == sorted(path.name for path in (tmp_path / "b").iterdir())
+    assert files == sorted(path.name for path in tmp_path.iterdir())
     for name in files:
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+        assert (first / name).read_bytes() == (tmp_path / name).read_bytes(), name
 
 
 def test_a_report_names_the_machine_its_times_are_of_and_reads_it_back():
@@ -482,19 +506,17 @@ def test_a_report_names_the_machine_its_times_are_of_and_reads_it_back():
         SavedReport.from_json({**written, "machine": 7}, "report.json")
 
 
-def test_an_always_abstaining_threshold_stays_strict_json_and_reads_back(tmp_path):
+def test_an_always_abstaining_threshold_stays_strict_json_and_reads_back(squad2_report):
     """A SQuAD 2.0 threshold of minus infinity (tuned where abstaining always scores best) is written as
     {"__float__": "-Infinity"}, which a strict reader (jq, JavaScript) takes, and read back as the float."""
     from bio_mrc.harness.earlier_report import read_report
 
-    results = synthetic_results(runs=("span-only",), n=20)
-    results.eval["task"] = "squad-v2.0"
-    results.cells = [replace(cell, threshold=float("-inf")) for cell in results.cells]
-    write_report(results, tmp_path, np.arange(20) % 7, 50 + np.arange(20))
-    text = (tmp_path / "report.json").read_text()
+    folder, results, *_ = squad2_report
+    assert all(cell.threshold == float("-inf") for cell in results.cells)
+    text = (folder / "report.json").read_text()
     saved = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is no JSON number"))
     assert saved["cells"][0]["threshold"] == {"__float__": "-Infinity"}
-    assert read_report(tmp_path / "report.json").results.cells[0].threshold == float("-inf")
+    assert read_report(folder / "report.json").results.cells[0].threshold == float("-inf")
 
 
 def test_each_squad_data_set_of_an_evaluation_is_scored_on_its_own(tmp_path):
@@ -565,9 +587,9 @@ def test_a_contrast_is_significant_after_holm_only_where_its_interval_excludes_z
     assert contrast.significant_holm is False
 
 
-def test_the_report_says_how_its_intervals_are_drawn(tmp_path):
+def test_the_report_says_how_its_intervals_are_drawn(three_runs):
     """Which interval (percentile), how many resamples and from which seed, in the contrasts' and the cells' sections."""
-    _, report, _ = write(synthetic_results(runs=("joint", "bio-only")), tmp_path)
+    *_, report, _ = three_runs
     contrasts, cells = (next(s for s in report.split("\n## ") if s.startswith(title))
                         for title in ("Paired differences", "F1 per cell"))
     assert contrasts.startswith("Paired differences: the contrasts (F1, 95% percentile paired bootstrap over questions, "
