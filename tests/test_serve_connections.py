@@ -260,11 +260,17 @@ def test_a_client_that_reads_none_of_its_responses_is_closed_and_its_place_comes
     one), and every other request was refused 503 for as long as the client kept its socket. Its connection is now
     closed once it has read nothing for --request-timeout-s, and the place comes back."""
     config = ServeConfig(max_concurrent_requests=1, request_timeout_s=1, head_timeout_s=60)
-    app, settings, refused = create_app(extractor, config), server.connection_settings(config), threading.Event()
+    app, settings = create_app(extractor, config), server.connection_settings(config)
+    held, refused = threading.Event(), threading.Event()
 
     class RefusedFirst(settings["http"]):
-        """The server's protocol, its read timer's end held back until the first request below has been refused: that
-        request must come while the held answer still waits, however loaded the machine (an event, not a longer time)."""
+        """The server's protocol, saying when the buffers to its client are full (an answer then waits to be written),
+        its read timer's end held back until the first request below has been refused: that request must come while
+        the held answer still waits, however loaded the machine (events, not longer times)."""
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            held.set()
 
         def read_timed_out(self) -> None:
             if refused.is_set():
@@ -278,9 +284,9 @@ def test_a_client_that_reads_none_of_its_responses_is_closed_and_its_place_comes
         reader.setblocking(False)
         with contextlib.suppress(BlockingIOError):
             reader.send(b"GET /openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n" * 3000)  # megabytes of answers, never read
-        held_since, deadline = None, time.monotonic() + 30
-        while held_since is None or time.monotonic() - held_since < 0.2:  # until one answer waits to be written
-            held_since = (held_since or time.monotonic()) if app.state.open_requests.open else None
+        deadline = time.monotonic() + 30
+        assert held.wait(timeout=30), "the server's buffers to the client never filled"
+        while not app.state.open_requests.open:  # the request whose answer waits (a slow answer alone is no sign)
             assert time.monotonic() < deadline
             time.sleep(0.005)
         statuses = [httpx.post(url + "/answer", json=GOOD, timeout=10).status_code]
