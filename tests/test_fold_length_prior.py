@@ -11,7 +11,7 @@ from bio_mrc import registry
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.cells import decode_cell, score_cell
-from bio_mrc.harness.compare import compare
+from bio_mrc.harness.compare import run_comparison
 from bio_mrc.harness.comparison_splits import cross_validation_folds, resolve_split
 from bio_mrc.harness.config import DataSpec, parse_config
 from bio_mrc.inference import TrainedModel
@@ -35,7 +35,7 @@ def test_each_fold_decodes_with_the_prior_tuned_on_its_own_training_questions(ti
     path = multispan_file(tmp_path)
     runs = [{"name": "joint", "heads": "span+bio"}, {"name": "joint-tuned", "heads": "span+bio", **TUNED}]
     out = tmp_path / "out"
-    results, _ = compare(parse_config(cv_config(tiny_encoder_dir, path, runs)), FIXTURES, out, progress=False)
+    results = run_comparison(parse_config(cv_config(tiny_encoder_dir, path, runs)), FIXTURES, out)  # its cells and models; no report
     assert len(list((out / "models").iterdir())) == 3  # the tuned run decodes the same fold models
     assert results.config["runs"][1]["length_prior_tuning"] == "fold-training" and "length_prior_tuning" not in results.config["runs"][0]
     cells = {(c.run, c.decoding): c for c in results.cells}

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from bio_mrc.harness import models as harness_models
-from bio_mrc.harness.compare import compare, train_models
+from bio_mrc.harness.compare import compare, run_comparison, train_models
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config
 from bio_mrc.training.train import CHECKPOINT_DIR, load_run_record, scan_checkpoints
@@ -51,16 +51,16 @@ def kill_first_training(monkeypatch, step):
 def test_compare_resumes_an_interrupted_model_with_the_uninterrupted_weights(tiny_encoder_dir, tmp_path, monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("bit-identical weights are a CPU promise")
-    uninterrupted, _ = compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "a")
+    uninterrupted = run_comparison(config(tiny_encoder_dir), FIXTURES, tmp_path / "a")  # its cells and models; no report
 
     calls = kill_first_training(monkeypatch, step=5)
     with pytest.raises(Killed):
-        compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
+        run_comparison(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
     model_dir = next((tmp_path / "b" / "models").iterdir())
     assert load_run_record(model_dir) is None  # not finished, so never reused as it is
     assert [p.name for p in scan_checkpoints(model_dir / CHECKPOINT_DIR)[0]] == ["checkpoint-4"]
 
-    resumed, _ = compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
+    resumed = run_comparison(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
     assert len(calls) == 2 and calls[1]["resume"] is True
     assert load_run_record(model_dir)["resumed_from"] == "checkpoint-4"
     assert {c.train_seconds_partial for c in resumed.cells} == {False}  # the checkpoint kept the first sitting's time
@@ -83,7 +83,7 @@ def test_runs_with_their_own_questions_and_seeds(tiny_encoder_dir, tmp_path):
     assert load_run_record(trained[0])["n_examples"] == 4
     assert not (tmp_path / "cells").exists() and not (tmp_path / "report.md").exists()  # nothing scored
 
-    results, _ = compare(cfg, FIXTURES, tmp_path)
+    results = run_comparison(cfg, FIXTURES, tmp_path)  # its cells; no report
     assert all(c.reused_model for c in results.cells)  # --train-only's models
     cells = {(c.run, c.seed): c.train_questions for c in results.cells}
     assert cells[("small", 5)] == 4 and cells[("large", 5)] == cells[("large", 6)] > 4
@@ -173,9 +173,9 @@ def test_cells_read_back_bring_their_own_prediction_files_and_run(tiny_encoder_d
     files (not the second's, left under the same names); a run sharing another run's model gets cells of its own name."""
     long, short = config(tiny_encoder_dir, checkpoint_steps=None), config(tiny_encoder_dir, checkpoint_steps=None,
                                                                          decode={"max_answer_length": 1})
-    first, _ = compare(long, FIXTURES, tmp_path)
-    compare(short, FIXTURES, tmp_path)
-    again, _ = compare(long, FIXTURES, tmp_path)
+    first = run_comparison(long, FIXTURES, tmp_path)  # cells and prediction files; the report only of the last below
+    run_comparison(short, FIXTURES, tmp_path)
+    again = run_comparison(long, FIXTURES, tmp_path)
     assert {c.reused_model for c in again.cells} == {True}
     assert [c.answers for c in again.cells] == [c.answers for c in first.cells]
     assert _prediction_files_hold_the_cells(again, tmp_path)

@@ -13,7 +13,7 @@ from huggingface_hub import ModelCard
 
 from bio_mrc import model_card
 from bio_mrc.decoding.postprocess import available_decodings
-from bio_mrc.harness.compare import compare
+from bio_mrc.harness.compare import run_comparison
 from bio_mrc.harness.config import parse_config
 from bio_mrc.inference import AnswerExtractor, save_tuned_settings
 from bio_mrc.model import RUN_FILE, BioMrcConfig
@@ -116,7 +116,7 @@ def comparison(tiny_encoder_dir, tmp_path_factory):
         "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1],
     }
     out = tmp_path_factory.mktemp("card-compare")
-    results, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
+    results = run_comparison(parse_config(raw), FIXTURES, out)  # its cells and the models' cards; no report
     return results, out / "models" / results.cells[0].model_dir.rsplit("/", 1)[-1]
 
 

@@ -3,6 +3,8 @@ committed before the field existed) read back by upgrading it."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import lzma
 import math
@@ -23,9 +25,31 @@ from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey, Contrast
 REPORT_FILES = sorted((Path(__file__).parents[1] / "benchmarks" / "reports").glob("*/report.json*"))
 
 
+# The committed reports several tests of this module read: each read once (as stored and as typed) and shared. A test
+# that changes one changes its own deep copy; the others only read it.
+SHARED_REPORTS = ("gpu-multispan-reader", "multispan-reader-cpu-reduced", "quick", "v2-from-reader")
+
+
 def _stored_json(path: Path) -> dict:
     with (lzma.open if path.suffix == ".xz" else open)(path, "rt", encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def _report_file(name: str) -> Path:
+    assert name in SHARED_REPORTS, f"{name} is read once a module only as one of SHARED_REPORTS"
+    return next(path for path in REPORT_FILES if path.parent.name == name)
+
+
+@functools.cache
+def _stored(name: str) -> dict:
+    """The committed report ``name``'s JSON as stored, read once: not to be changed (``copy.deepcopy`` it first)."""
+    return _stored_json(_report_file(name))
+
+
+@functools.cache
+def _committed(name: str) -> SavedReport:
+    """The committed report ``name`` as ``read_report`` types it, read once: not to be changed (``copy.deepcopy`` it first)."""
+    return read_report(_report_file(name))
 
 
 def _set(mapping: dict) -> dict:
@@ -34,11 +58,12 @@ def _set(mapping: dict) -> dict:
 
 @pytest.mark.parametrize("path", REPORT_FILES, ids=lambda path: path.parent.name)
 def test_every_committed_report_reads_as_typed_records_that_write_back_the_same(path):
-    report = read_report(path)
+    shared = path.parent.name in SHARED_REPORTS  # read here for the module's other tests too; the rest read here alone
+    report = _committed(path.parent.name) if shared else read_report(path)
     assert isinstance(report.results, ComparisonResults) and all(isinstance(cell, Cell) for cell in report.results.cells)
     assert report.results.eval["task"] in ("squad-v1.1", "squad-v2.0", "multispanqa")
     assert all(isinstance(score, np.ndarray) for cell in report.results.cells for score in (cell.f1, cell.counts) if score is not None)
-    stored = upgrade_report(_stored_json(path), str(path))
+    stored = upgrade_report(_stored(path.parent.name) if shared else _stored_json(path), str(path))
     assert report.to_json() == {**_set(stored), "cells": [_set(cell) for cell in stored["cells"]]}
     summary = report.summary
     assert all(isinstance(row, Row) and isinstance(row.cell, CellKey) for row in summary.rows)
@@ -63,7 +88,7 @@ def test_a_cell_key_is_its_run_and_decoding_and_reads_back_from_its_label():
 
 
 def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path):
-    stored = _stored_json(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    stored = _stored("quick")  # each edit a new mapping: the stored one unchanged
     broken = {**stored, "summary": {**stored["summary"], "contrasts": [{"a": "joint/span"}]}}
     path = tmp_path / "report.json"
     path.write_text(json.dumps(broken))
@@ -82,7 +107,7 @@ def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path
 
 
 def _stored_summary(name: str) -> dict:
-    return _stored_json(next(path for path in REPORT_FILES if path.parent.name == name))["summary"]
+    return _stored(name)["summary"]  # read only: _edited changes a deep copy
 
 
 def _edited(summary: dict, path: tuple, value) -> dict:
@@ -142,7 +167,7 @@ def test_a_hand_edited_learning_curve_is_refused_naming_the_field():
 def test_the_console_table_is_built_from_the_rows_not_cut_from_the_markdown(monkeypatch):
     from bio_mrc.harness import report
 
-    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "v2-from-reader"))
+    committed = _committed("v2-from-reader")
     markdown = report.render_markdown(committed.results, committed.summary, {})
     table = report.console_table(committed.results, committed.summary)
     assert table.startswith("## Scores\n\n| run | decoding | EM | F1 |") and table in markdown
@@ -208,7 +233,7 @@ def test_every_report_section_has_one_form_and_a_new_one_is_one_function_in_the_
     from bio_mrc.harness import report
 
     assert all(list(inspect.signature(section).parameters) == ["results", "summary", "plots"] for section in report.SECTIONS)
-    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    committed = _committed("quick")
 
     def notes_section(results, summary, plots):
         return ["", "## Notes", "", f"{len(summary.rows)} cells."]
@@ -254,7 +279,7 @@ def test_confidences_are_rounded_at_once_to_the_digits_pythons_format_gives():
 def test_a_hand_edited_cells_confidences_are_refused_naming_the_field(tmp_path, confidence):
     """Confidences that were no flat list of numbers (a list of lists, null, words) ended reading the report in a
     TypeError, ValueError or AttributeError traceback; true was read as 1."""
-    stored = _stored_json(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    stored = copy.deepcopy(_stored("quick"))  # a cell's confidences changed below
     number = next(k for k, cell in enumerate(stored["cells"]) if (cell.get("selective") or {}).get("confidence"))
     stored["cells"][number]["selective"]["confidence"] = confidence
     path = tmp_path / "report.json"
@@ -282,7 +307,7 @@ def test_special_floats_restored_while_decoding_read_as_the_walk_after_decoding_
 
 
 def test_a_reports_special_floats_read_back_as_floats_and_look_alikes_as_written(tmp_path):
-    stored = _stored_json(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    stored = _stored("quick")  # changed in copies of its cells only
     cells = [dict(cell) for cell in stored["cells"]]
     cells[0]["threshold"], cells[1]["threshold"] = {"__float__": "-Infinity"}, {"__float__": "Infinity"}
     cells[0]["scored_in"] = json.loads(_SPECIAL_TEXT)
@@ -303,7 +328,7 @@ def test_a_description_is_one_paragraph_that_opens_no_block(description, shown):
     from bio_mrc.harness import report
     from bio_mrc.harness.markdown_html import markdown_to_html
 
-    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "v2-from-reader"))
+    committed = copy.deepcopy(_committed("v2-from-reader"))  # its description changed below
     plain = markdown_to_html(report.render_markdown(committed.results, committed.summary, {}))
     committed.results.config["description"] = description
     page = markdown_to_html(report.render_markdown(committed.results, committed.summary, {}))
@@ -321,7 +346,7 @@ def test_a_data_file_name_with_a_line_break_opens_no_block(report_name):
     from bio_mrc.harness import report
     from bio_mrc.harness.markdown_html import markdown_to_html
 
-    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == report_name))
+    committed = copy.deepcopy(_committed(report_name))  # its file names changed below
     plain = markdown_to_html(report.render_markdown(committed.results, committed.summary, {}))
     committed.results.eval["description"] = "dev\n```\n.json"  # a file name may hold line breaks
     committed.results.cells_from = {"path": "earlier\n```\n/report.json", "date": "2026-01-01\n# Scores", "package_version": "0.1.0",
@@ -343,7 +368,7 @@ def test_a_data_file_name_with_markup_or_terminal_controls_shows_as_its_characte
     from bio_mrc.harness import report
     from bio_mrc.harness.markdown_html import markdown_to_html
 
-    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "v2-from-reader"))
+    committed = copy.deepcopy(_committed("v2-from-reader"))  # its file names changed below
     committed.results.eval["description"] = "d\x1b[2J<img src=x onerror=alert(1)>[x](javascript:alert(1))*a*.json"
     committed.results.config["description"] = "about\x1b]0;title\x07 this"
     markdown = report.render_markdown(committed.results, committed.summary, {})
