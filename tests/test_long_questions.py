@@ -275,3 +275,17 @@ def test_a_long_lived_process_remembers_a_bounded_number_of_the_warnings_said(ex
         f"the question has {n} tokens, more than the 12 the model reads (its max_query_length): it is answered as its "
         "first 12 tokens, as the model's training questions were cut" for n in range(13, 23)]
     assert {w.filename for w in caught} == {__file__}
+
+
+def test_a_warning_said_at_a_script_of_python_c_reads_no_source_of_it():
+    """A caller whose module has no source a loader gives (``python -c``: ``__main__``, loaded by the built-in importer)
+    is warned as ``warnings.warn`` warns it; reading its line's source through that loader raised ``ImportError``."""
+    from importlib.machinery import BuiltinImporter
+
+    from bio_mrc.features.long_questions import warn_at_caller
+
+    script = {"__name__": "__main__", "__loader__": BuiltinImporter, "warn_at_caller": warn_at_caller}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile("warn_at_caller(UserWarning('said'))", "<string>", "exec"), script)
+    assert [(str(w.message), w.filename, w.lineno) for w in caught] == [("said", "<string>", 1)]

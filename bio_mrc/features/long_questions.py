@@ -72,8 +72,9 @@ def warn_at_caller(warning: Warning) -> None:
     with _WARNING:
         registry = _WARNED.setdefault(filename, {})
         try:
+            # no module_globals: a source line read through the caller's loader fails for python -c's __main__
             warnings.warn_explicit(warning, type(warning), filename, line, module=globals_.get("__name__", "<string>"),
-                                   registry=registry, module_globals=globals_)
+                                   registry=registry)
         finally:  # the filter "error" raises it
             said = [key for key in registry if key != "version"]
             for key in said[: max(0, len(said) - WARNED_TEXTS)]:  # the oldest said go
