@@ -782,7 +782,7 @@ def test_compare_refuses_a_file_of_the_users_at_a_prediction_files_name_before_a
 
 
 def test_files_listed_as_the_comparisons_own_are_replaced_others_refused(tmp_path):
-    from bio_mrc.harness.scoring import PREDICTION_SET, note_prediction_files
+    from bio_mrc.harness.prediction_set import PREDICTION_SET, note_prediction_files
 
     folder = note_prediction_files(tmp_path, "a-seed1-", ["span"])
     (folder / "a-seed1-span.json").write_text("{}")
@@ -795,7 +795,7 @@ def test_files_listed_as_the_comparisons_own_are_replaced_others_refused(tmp_pat
 
 
 def _note_cells(output_dir, process, count):
-    from bio_mrc.harness.scoring import note_prediction_files
+    from bio_mrc.harness.prediction_set import note_prediction_files
 
     for n in range(count):
         note_prediction_files(output_dir, f"p{process}-", [f"d{n}"])
@@ -806,7 +806,7 @@ def test_comparisons_listing_prediction_files_at_once_keep_every_entry(tmp_path)
     one rewrite dropped the other's names, and its files then read as the user's. Each update now holds the set's lock."""
     import multiprocessing
 
-    from bio_mrc.harness.scoring import note_prediction_files  # noqa: F401  (imported once, before the processes start)
+    from bio_mrc.harness.prediction_set import note_prediction_files  # noqa: F401  (imported once, before the processes start)
 
     context = multiprocessing.get_context("fork")
     workers = [context.Process(target=_note_cells, args=(tmp_path, process, 25)) for process in range(2)]

@@ -47,9 +47,9 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .held_out_questions import check_held_out_questions
 from .models import carried_settings, check_model_sources, check_run_trainings, obtain_model
 from .results import PER_QUESTION, Cell, ComparisonResults
-from .prediction_set import PendingOutputs, fresh_staging, staged_predictions
-from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, prediction_file_names, record_model_evaluation,
-                      remove_other_files, score_model, timed_windows, tuned_decoding)
+from .prediction_set import PREDICTION_SET, PendingOutputs, fresh_staging, prediction_file_names, staged_predictions
+from .scoring import (cells_code_fingerprint, finish_cell, record_model_evaluation, remove_other_files, score_model, timed_windows,
+                      tuned_decoding)
 from .summary_records import CellKey
 from .comparison_splits import (Split, Splits, check_data_dir, check_disjoint, cross_validation_folds, held_out_hashes, joined_split,
                                 resolve_split)

@@ -34,6 +34,15 @@ def fresh_staging(output_dir: Path) -> Path:
     return staging
 
 
+def note_prediction_files(output_dir: Path, prefix: str, decodings: list[str]) -> Path:
+    """List the prediction files of these cells as the comparison's own (before they are written or moved in); returns
+    ``OUTPUT/predictions``."""
+    folder = Path(output_dir) / "predictions"
+    folder.mkdir(parents=True, exist_ok=True)
+    note_set_files(folder, PREDICTION_SET, [name for decoding in decodings for name in prediction_file_names(prefix, decoding)])
+    return folder
+
+
 @dataclass
 class PendingOutputs:
     """What a comparison changes beside its report, done once the report is in: each scored cell's prediction files
@@ -56,7 +65,8 @@ class PendingOutputs:
         staging, folder = staged_predictions(self.output_dir), Path(self.output_dir) / "predictions"
         names = [name for prefix, decodings in self.cells for decoding in decodings for name in prediction_file_names(prefix, decoding)]
         folder.mkdir(parents=True, exist_ok=True)
-        note_set_files(folder, PREDICTION_SET, names)  # listed before they are moved in, as the comparison's own
+        for prefix, decodings in self.cells:
+            note_prediction_files(self.output_dir, prefix, decodings)
         moved = [name for name in names if (staging / name).is_file()]
         replace_all([(owned_path(staging / name, self.output_dir), owned_path(folder / name, folder)) for name in moved], folder)
         for name in sorted(set(names) - set(moved)):

@@ -15,13 +15,13 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings, tune_for_model
-from ..io import FolderBusyError, note_set_files, remove_file, written_alone
+from ..io import FolderBusyError, remove_file, written_alone
 from ..model_card import record_evaluation
 from ..model_folder import read_config
 from ..progress import stage_bar
 from .browser_data import ModelBrowserData, model_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
-from .prediction_set import PREDICTION_SET, prediction_file_names, staged_predictions
+from .prediction_set import prediction_file_names, staged_predictions
 
 if TYPE_CHECKING:  # types only: the configuration and the splits do not change how a model scores
     from ..model import BioMrcConfig
@@ -119,15 +119,6 @@ def record_model_evaluation(model_dir: str | Path, cells: list[dict[str, Any]], 
     another process writes it."""
     with contextlib.suppress(FolderBusyError), written_alone(model_dir):
         record_evaluation(model_dir, cells, splits, vars(options))
-
-
-def note_prediction_files(output_dir: Path, prefix: str, decodings: list[str]) -> Path:
-    """List the prediction files of these cells as the comparison's own (before they are written); returns
-    ``OUTPUT/predictions``."""
-    folder = Path(output_dir) / "predictions"
-    folder.mkdir(parents=True, exist_ok=True)
-    note_set_files(folder, PREDICTION_SET, [name for decoding in decodings for name in prediction_file_names(prefix, decoding)])
-    return folder
 
 
 def remove_other_files(folder: Path, prefix: str, decoding: str, kept: list[str]) -> None:
