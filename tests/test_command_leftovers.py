@@ -145,7 +145,7 @@ def test_a_command_stopped_with_ctrl_c_leaves_nothing_in_the_temporary_folder(tr
     env = _fresh_environment(tmp_path)
     data, out = _many_questions(tmp_path / "data.json"), tmp_path / "out"
     args, working = {
-        "predict": (["--model", str(trained_dir), "--output", str(out / "preds.json"), "--batch-size", "1"], out / "preds.answers.jsonl"),
+        "predict": (["--model", str(trained_dir), "--output", str(out / "preds.json"), "--batch-size", "1"], out / "preds.answers.partial.jsonl"),
         "train": (["--encoder", str(tiny_encoder_dir), "--output-dir", str(out / "model"), "--epochs", "5", "--max-seq-length", "48",
                    "--doc-stride", "16", "--max-query-length", "12"], out / "model" / "checkpoints"),
     }[command]

@@ -146,6 +146,45 @@ def test_ctrl_c_inside_a_finalizer_still_ends_the_command(monkeypatch, capfd, th
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+class _TimerFiredLate:
+    """A timer whose thread has passed its own "cancelled?" check: ``fire`` runs its function whatever came between."""
+
+    made: list = []
+
+    def __init__(self, interval, function, args=None, kwargs=None):
+        self.function, self.args = function, args or ()
+        self.daemon = False
+        _TimerFiredLate.made.append(self)
+
+    def start(self):
+        pass
+
+    def cancel(self):
+        pass
+
+    def fire(self):
+        self.function(*self.args)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread() or
+                    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="needs the main thread and Python's own Ctrl-C handler")
+def test_a_held_ctrl_c_is_raised_once_when_its_timer_fires_as_the_command_ends(monkeypatch):
+    """Ctrl-C landed in a finalizer in a command's last moments: the command's end raised it, and the timer that sends
+    it again had fired as it ended and sent a second one after ``interrupted``: the process died of it (status -2)."""
+    from bio_mrc.cli import console
+
+    monkeypatch.setattr(_TimerFiredLate, "made", [])
+    monkeypatch.setattr(console.threading, "Timer", _TimerFiredLate)
+    with pytest.raises(KeyboardInterrupt), console.terminate_as_exit():
+        console._DEFERRED.defer(signal.SIGINT)
+    timer = _TimerFiredLate.made[-1]
+    monkeypatch.setattr(console.threading, "current_thread", lambda: timer)  # as its own thread sees itself
+    timer.fire()  # sends nothing: the command's end took the signal
+    for _ in range(1000):  # any signal sent would be handled here, in the main thread
+        pass
+
+
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
 def test_sigterm_ends_a_command_with_the_line_ctrl_c_prints(monkeypatch, capfd):
     """A SIGTERM stopped the command with status 143 and printed nothing."""

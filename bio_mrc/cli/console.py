@@ -191,29 +191,47 @@ def _stop_for(signum: int) -> BaseException:
 
 
 class _DeferredSignal:
-    """A signal that landed in a finalizer: sent again shortly by a timer, or raised by the command's end."""
+    """A signal that landed in a finalizer: sent again shortly by a timer, or raised by the command's end, never both.
+    The timer's thread takes the signal under the lock before sending it, and the command's end takes it under the same
+    lock: a timer that fired as the command ended sent a second Ctrl-C after ``interrupted``, and the process died of
+    it (status -2, not 130)."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
         self.timer: threading.Timer | None = None
+        self.lock = threading.RLock()  # re-entered by the handler when a second signal lands while the main thread holds it
 
     def defer(self, signum: int) -> None:
-        self.cancel()
-        self.signum = signum
-        self.timer = threading.Timer(FINALIZER_RETRY_SECONDS, signal.raise_signal, (signum,))
-        self.timer.daemon = True
-        self.timer.start()
+        timer = threading.Timer(FINALIZER_RETRY_SECONDS, self._send_again)
+        timer.daemon = True
+        with self.lock:
+            self._drop()
+            self.signum, self.timer = signum, timer
+        timer.start()
 
     def cancel(self) -> None:
+        with self.lock:
+            self._drop()
+
+    def deliver(self) -> None:
+        with self.lock:
+            signum = self.signum
+            self._drop()
+        if signum is not None:
+            raise _stop_for(signum)
+
+    def _send_again(self) -> None:
+        with self.lock:
+            if self.timer is not threading.current_thread():  # cancelled, delivered or deferred anew meanwhile
+                return
+            signum = self.signum
+            self._drop()
+            signal.raise_signal(signum)  # from this thread: sets the signal aside for the main thread's handler
+
+    def _drop(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
         self.signum, self.timer = None, None
-
-    def deliver(self) -> None:
-        signum = self.signum
-        self.cancel()
-        if signum is not None:
-            raise _stop_for(signum)
 
 
 _DEFERRED = _DeferredSignal()
