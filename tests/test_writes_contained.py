@@ -185,6 +185,24 @@ def test_a_held_ctrl_c_is_raised_once_when_its_timer_fires_as_the_command_ends(m
         pass
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread() or
+                    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="needs the main thread and Python's own Ctrl-C handler")
+def test_a_signal_handled_as_the_command_ends_still_gives_the_handlers_back(monkeypatch):
+    """A signal sent as the command ended was raised inside its clean-up, which then skipped giving back the handlers
+    before: a longer process calling ``main`` went on with the command's own."""
+    from bio_mrc.cli import console
+
+    def stopped_here():
+        raise KeyboardInterrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(console._DEFERRED, "cancel", stopped_here)
+    with pytest.raises(KeyboardInterrupt), console.terminate_as_exit():
+        pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and signal.getsignal(signal.SIGTERM) == before
+
+
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
 def test_sigterm_ends_a_command_with_the_line_ctrl_c_prints(monkeypatch, capfd):
     """A SIGTERM stopped the command with status 143 and printed nothing."""

@@ -157,9 +157,11 @@ def terminate_as_exit() -> Iterator[None]:
         yield
         _DEFERRED.deliver()  # one held while a finalizer ran in the command's last moments
     finally:
-        _DEFERRED.cancel()
-        for signum, previous in taken.items():
-            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        try:
+            _DEFERRED.cancel()  # where a signal sent meanwhile is raised, the handlers before still come back
+        finally:
+            for signum, previous in taken.items():
+                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
 
 
 def _signals_to_take() -> dict[int, object]:
