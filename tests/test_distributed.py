@@ -13,6 +13,14 @@ from .conftest import SAMPLE_V1
 pytestmark = pytest.mark.slow  # torchrun starts Python processes
 
 
+def _torchrun_env(tmp_path: Path) -> dict[str, str]:
+    """One thread a process (torchrun's default; the single runs alike), and a temporary folder of the test's own:
+    torchrun's agent makes a ``torchelastic_*`` folder there and leaves it."""
+    folder = tmp_path / "tmp"
+    folder.mkdir(exist_ok=True)
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(folder)}
+
+
 def test_torchrun_on_two_cpu_processes_shards_the_windows(tiny_encoder_dir, tmp_path):
     from bio_mrc.data.squad import load_squad
     from bio_mrc.decoding.postprocess import DecodeConfig, decode
@@ -24,7 +32,7 @@ def test_torchrun_on_two_cpu_processes_shards_the_windows(tiny_encoder_dir, tmp_
         out = tmp_path / f"attempt-{attempt}"
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
                    str(tiny_encoder_dir), str(SAMPLE_V1), str(out)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=_torchrun_env(tmp_path))
         if done.returncode == 0:
             break
     assert done.returncode == 0, done.stderr[-3000:]
@@ -65,7 +73,7 @@ def test_torchrun_predict_on_two_processes_writes_what_one_process_writes(tiny_e
                  "--max-query-length", "12"]) == 0
     predict = ["-m", "bio_mrc.cli", "predict", "--model", str(model), "--data", str(SAMPLE_V1), "--decoding", "span", "joint",
                "--chunk-size", "2", "--precision", "fp32", "--output"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun's default per process; the single run alike
+    env = _torchrun_env(tmp_path)
     single = _run([sys.executable, *predict, str(tmp_path / "one" / "p.json")], env, attempts=1)
     assert single.returncode == 0, single.stderr[-3000:]
     sharded = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *predict,
@@ -118,7 +126,7 @@ def test_torchrun_train_refused_leaves_the_process_group_on_each_rank(tiny_encod
     probe.write_text(PROBE)
     train = ["train", "--train", str(bad), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir)]
     done = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(probe),
-                 str(tmp_path), *train], {**os.environ, "OMP_NUM_THREADS": "1"}, attempts=1)
+                 str(tmp_path), *train], _torchrun_env(tmp_path), attempts=1)
     assert done.returncode != 0  # torchrun reports any rank's status but 0 as a failure
     records = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
     assert records == [{"code": 2, "joined": True, "still_joined": False}] * 2, done.stderr[-3000:]
