@@ -3,6 +3,7 @@ the one default decoding, and transformers knowing bio_mrc models from ``import 
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,9 +43,16 @@ def test_python_m_bio_mrc_is_the_command(monkeypatch, capsys):
 
     monkeypatch.setattr(sys, "argv", ["bio_mrc", "--version"])
     monkeypatch.delitem(sys.modules, "bio_mrc.__main__", raising=False)  # another test may have imported it
-    with pytest.raises(SystemExit) as exit, warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # runpy's: the module was imported before it ran as __main__
-        runpy.run_module("bio_mrc", run_name="__main__", alter_sys=False)
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(SystemExit) as exit, warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # runpy's: the module was imported before it ran as __main__
+            runpy.run_module("bio_mrc", run_name="__main__", alter_sys=False)
+        # the process's own end: a signal as the interpreter exits is set aside, not its death with no line
+        assert {signal.getsignal(signum) for signum in handlers} == {signal.SIG_IGN}
+    finally:  # this process goes on: its handlers are back
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     assert exit.value.code == 0
     assert capsys.readouterr().out.strip() == "bio-mrc 0.1.0"
 

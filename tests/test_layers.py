@@ -33,6 +33,7 @@ ALLOWED = {
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
 CORE_MODULES = {"types", "answer_text", "tags", "errors", "io", "progress", "precision", "precision_probe", "launcher", "machine", "fp32_attention", "encoders",
+                "stop_signals",
                 "config_options", "config_schema", "model_folder", "model_records", "pickled_weights",
                 "model_defaults", "argument_parser", "hub", "transformers_registration",
                 "registry", "code_fingerprint", "question_fingerprint", "evaluation_record", "plurals", "arguments", "run_folder", "json_syntax",

@@ -86,7 +86,7 @@ class _SignalledWhileCollected:
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
 def test_sigterm_inside_a_finalizer_still_ends_the_command(capfd):
     """Raised inside ``__del__``, SystemExit was printed as "Exception ignored" and the command went on to exit 0."""
-    from bio_mrc.cli.console import terminate_as_exit
+    from bio_mrc.stop_signals import terminate_as_exit
 
     with pytest.raises(SystemExit) as stopped, terminate_as_exit():
         _SignalledWhileCollected()  # collected at once: its finalizer runs here
@@ -172,14 +172,14 @@ class _TimerFiredLate:
 def test_a_held_ctrl_c_is_raised_once_when_its_timer_fires_as_the_command_ends(monkeypatch):
     """Ctrl-C landed in a finalizer in a command's last moments: the command's end raised it, and the timer that sends
     it again had fired as it ended and sent a second one after ``interrupted``: the process died of it (status -2)."""
-    from bio_mrc.cli import console
+    from bio_mrc import stop_signals
 
     monkeypatch.setattr(_TimerFiredLate, "made", [])
-    monkeypatch.setattr(console.threading, "Timer", _TimerFiredLate)
-    with pytest.raises(KeyboardInterrupt), console.terminate_as_exit():
-        console._DEFERRED.defer(signal.SIGINT)
+    monkeypatch.setattr(stop_signals.threading, "Timer", _TimerFiredLate)
+    with pytest.raises(KeyboardInterrupt), stop_signals.terminate_as_exit():
+        stop_signals._DEFERRED.defer(signal.SIGINT)
     timer = _TimerFiredLate.made[-1]
-    monkeypatch.setattr(console.threading, "current_thread", lambda: timer)  # as its own thread sees itself
+    monkeypatch.setattr(stop_signals.threading, "current_thread", lambda: timer)  # as its own thread sees itself
     timer.fire()  # sends nothing: the command's end took the signal
     for _ in range(1000):  # any signal sent would be handled here, in the main thread
         pass
@@ -191,14 +191,14 @@ def test_a_held_ctrl_c_is_raised_once_when_its_timer_fires_as_the_command_ends(m
 def test_a_signal_handled_as_the_command_ends_still_gives_the_handlers_back(monkeypatch):
     """A signal sent as the command ended was raised inside its clean-up, which then skipped giving back the handlers
     before: a longer process calling ``main`` went on with the command's own."""
-    from bio_mrc.cli import console
+    from bio_mrc import stop_signals
 
     def stopped_here():
         raise KeyboardInterrupt
 
     before = signal.getsignal(signal.SIGTERM)
-    monkeypatch.setattr(console._DEFERRED, "cancel", stopped_here)
-    with pytest.raises(KeyboardInterrupt), console.terminate_as_exit():
+    monkeypatch.setattr(stop_signals._DEFERRED, "cancel", stopped_here)
+    with pytest.raises(KeyboardInterrupt), stop_signals.terminate_as_exit():
         pass
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and signal.getsignal(signal.SIGTERM) == before
 

@@ -17,9 +17,10 @@ from ..plugins import load_plugins
 from ..errors import BioMrcError, command_line_text
 from ..io import printable_line
 from ..launcher import check_launcher_environment, close_process_group
+from ..stop_signals import say_interrupted, stops_as_status
 from .bar_variables import check_bar_variables
-from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
-                      reader_gone, streams_closed_by_the_shell, terminate_as_exit)
+from .console import (bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error, reader_gone,
+                      streams_closed_by_the_shell)
 from .leftovers import no_empty_torch_cache_folder
 from .options import FLAGS, argument_flags, check_model_names, check_optional_files, decode_text_options, expand_home
 from .parser import build_parser
@@ -29,15 +30,27 @@ __all__ = ["build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bio-mrc`` on ``argv`` (None: the process's arguments) and return its exit status; the installed plug-ins
-    (:mod:`bio_mrc.plugins`) register their entries first where ``argv`` names a command."""
+    (:mod:`bio_mrc.plugins`) register their entries first where ``argv`` names a command. Ctrl-C ends it with one
+    line, ``interrupted``, and 130 (SIGTERM: :class:`~bio_mrc.stop_signals.Terminated`, 143) wherever it lands, its
+    clean-ups run first (a second Ctrl-C among them is set aside)."""
     if (refusal := streams_closed_by_the_shell()) is not None:  # before any work: its result would go nowhere
         print(f"error: {refusal}", file=sys.stderr)
         return 2
+    return stops_as_status(lambda: _command(argv), _say_interrupted)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     with escapes_what_stdout_cannot_hold(), no_empty_torch_cache_folder():  # --help too: several commands' help holds β, Σ or ±
         try:
             return _run(argv)
         finally:  # under torchrun, a refusal too: each rank ends with its one line and status, not gloo's abort
             close_process_group()
+
+
+def _say_interrupted() -> None:
+    """Ctrl-C's line, the last and on its own: the bars a stop left open are closed first."""
+    close_open_bars()
+    say_interrupted()
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -63,7 +76,7 @@ def _run(argv: Sequence[str] | None) -> int:
         check_optional_files(args)
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with terminate_as_exit(), bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)):
+        with bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)):
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
@@ -77,11 +90,3 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         print(f"error: {printable_line(path_error(err))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
-        close_open_bars()
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Terminated:  # SIGTERM: the same line as Ctrl-C, and the status of a process the signal ended
-        close_open_bars()
-        print("interrupted", file=sys.stderr)
-        raise

@@ -1,6 +1,6 @@
 """``python -m bio_mrc.cli``: the ``bio-mrc`` command."""
 
-from . import main
+from ..__main__ import command
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(command())

@@ -1,5 +1,6 @@
 """What the command line's process shows and how it ends: standard output that cannot hold a character, warnings as one line,
-progress bars written to a log, Ctrl-C and SIGTERM as one line and a status, a reader that stopped early."""
+progress bars written to a log, the bars a stop left open, a reader that stopped early (Ctrl-C and SIGTERM themselves:
+:mod:`bio_mrc.stop_signals`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ import codecs
 import contextlib
 import functools
 import os
-import signal
 import sys
-import threading
 import warnings
 from typing import Any, Iterator, Mapping
 
@@ -138,113 +137,6 @@ def _tqdm_defaults() -> dict[str, Any]:
     module = sys.modules.get("tqdm.std")
     init = vars(getattr(module, "tqdm", object)).get("__init__")
     return init.keywords if isinstance(init, functools.partialmethod) else {}
-
-
-class Terminated(SystemExit):
-    """What SIGTERM raises in a command: SystemExit with the status of a process the signal ended (143)."""
-
-
-@contextlib.contextmanager
-def terminate_as_exit() -> Iterator[None]:
-    """SIGTERM (``kill``, a scheduler's stop) ends the command as Ctrl-C does, by an exception, so that its cleanups
-    run: no temporary folder or half-written file is left behind. Both signals are taken by ``_stop_on_signal``, which
-    holds one that lands in a finalizer until it has returned. A signal the caller ignores or handles itself stays
-    so; the handlers before are back afterwards (``main`` may be called in a longer process)."""
-    taken = _signals_to_take()
-    for signum in taken:
-        signal.signal(signum, _stop_on_signal)
-    try:
-        yield
-        _DEFERRED.deliver()  # one held while a finalizer ran in the command's last moments
-    finally:
-        try:
-            _DEFERRED.cancel()  # where a signal sent meanwhile is raised, the handlers before still come back
-        finally:
-            for signum, previous in taken.items():
-                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-
-
-def _signals_to_take() -> dict[int, object]:
-    """SIGTERM unless ignored, SIGINT while Python's own handler has it: each with the handler it had."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM), signal.SIGINT: signal.getsignal(signal.SIGINT)}
-    return {signum: handler for signum, handler in previous.items()
-            if handler != signal.SIG_IGN and (signum != signal.SIGINT or handler is signal.default_int_handler)}
-
-
-FINALIZER_RETRY_SECONDS = 0.05
-
-
-def _stop_on_signal(signum: int, frame: object) -> None:
-    """Raise KeyboardInterrupt for SIGINT, Terminated for SIGTERM. Inside a finalizer (a ``__del__`` that garbage
-    collection runs, such as a dataset's) Python would print the exception as "ignored" and carry on: the command
-    went on to exit 0 with a traceback. There the signal is sent again once the finalizer has had time to return
-    (or raised when the command ends first)."""
-    if _in_finalizer(frame):
-        _DEFERRED.defer(signum)
-        return
-    _DEFERRED.cancel()
-    raise _stop_for(signum)
-
-
-def _stop_for(signum: int) -> BaseException:
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(128 + signum)
-
-
-class _DeferredSignal:
-    """A signal that landed in a finalizer: sent again shortly by a timer, or raised by the command's end, never both.
-    The timer's thread takes the signal under the lock before sending it, and the command's end takes it under the same
-    lock: a timer that fired as the command ended sent a second Ctrl-C after ``interrupted``, and the process died of
-    it (status -2, not 130)."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.timer: threading.Timer | None = None
-        self.lock = threading.RLock()  # re-entered by the handler when a second signal lands while the main thread holds it
-
-    def defer(self, signum: int) -> None:
-        timer = threading.Timer(FINALIZER_RETRY_SECONDS, self._send_again)
-        timer.daemon = True
-        with self.lock:
-            self._drop()
-            self.signum, self.timer = signum, timer
-        timer.start()
-
-    def cancel(self) -> None:
-        with self.lock:
-            self._drop()
-
-    def deliver(self) -> None:
-        with self.lock:
-            signum = self.signum
-            self._drop()
-        if signum is not None:
-            raise _stop_for(signum)
-
-    def _send_again(self) -> None:
-        with self.lock:
-            if self.timer is not threading.current_thread():  # cancelled, delivered or deferred anew meanwhile
-                return
-            signum = self.signum
-            self._drop()
-            signal.raise_signal(signum)  # from this thread: sets the signal aside for the main thread's handler
-
-    def _drop(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        self.signum, self.timer = None, None
-
-
-_DEFERRED = _DeferredSignal()
-
-
-def _in_finalizer(frame) -> bool:
-    while frame is not None:
-        if frame.f_code.co_name == "__del__":
-            return True
-        frame = frame.f_back
-    return False
 
 
 def close_open_bars() -> None:
