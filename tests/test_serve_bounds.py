@@ -377,6 +377,29 @@ def slowed_passes(monkeypatch, delays, only=None):
     return passes
 
 
+def first_pass_held(monkeypatch):
+    """Forward passes recorded as :func:`slowed_passes` records them, the first held on the steps' thread until
+    ``release`` is set: what a test asks once ``running`` is set is asked while that pass runs, however loaded the
+    machine (events, not times). Returns (passes, running, release)."""
+    passes, running, release = [], threading.Event(), threading.Event()
+    real = answering_module.run_chunks
+
+    def held(runner, chunks, *args):
+        if not running.is_set():
+            running.set()
+            release.wait(10)  # released once the test has asked what it asks meanwhile, or the test has failed
+        passes.append([(chunk.windows.examples[0].question, len(chunk)) for chunk in chunks])
+        return real(runner, chunks, *args)
+
+    monkeypatch.setattr(answering_module, "run_chunks", held)
+    return passes, running, release
+
+
+async def until_set(event: threading.Event, what: str) -> None:
+    """Wait, off the event loop, for ``event`` (set on another thread); a hang guard, no measurement."""
+    assert await asyncio.to_thread(event.wait, 60), what
+
+
 @pytest.fixture
 def slow_passes(monkeypatch):
     """Every forward pass takes 0.3 s more; the chunks each ran."""
@@ -422,7 +445,7 @@ def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_lon
     pass ends, then runs in the very next pass (reading and passes take turns on one thread, each step chosen when
     the thread is free), not after the long question's other chunks; both answers are the extractor's. A reading
     step waits for company only while the worker would idle: not while the long question's passes are due."""
-    passes = slowed_passes(monkeypatch, [0.3, 0.0])
+    passes, running, release = first_pass_held(monkeypatch)
     long, short = ("Who built forts?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
     config = ServeConfig(max_batch_size=2, max_wait_ms=max_wait_ms, max_batch_chars=len(long[0]) + len(long[1]))
 
@@ -431,10 +454,14 @@ def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_lon
         await scheduler.start()
         try:
             greedy = asyncio.ensure_future(scheduler.answer(question(extractor, *long), "greedy"))
-            await asyncio.sleep(0.15)  # its first chunk is in the (slow) forward pass
-            polite = await scheduler.answer(question(extractor, *short), "polite")
-            return await greedy, polite
+            await until_set(running, "the long question's first chunk never ran")
+            polite = asyncio.ensure_future(scheduler.answer(question(extractor, *short), "polite"))
+            await asyncio.sleep(0)  # it is queued, to be read, while that pass runs
+            assert scheduler.windows.has_waiting
+            release.set()
+            return await greedy, await polite
         finally:
+            release.set()
             await scheduler.stop()
 
     (got_long,), (got_short,) = asyncio.run(main())
@@ -447,18 +474,21 @@ def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_lon
 
 
 def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, monkeypatch):  # noqa: F811
-    passes = slowed_passes(monkeypatch, [0.3, 0.0])
+    passes, running, release = first_pass_held(monkeypatch)
 
     async def main():
         scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
         await scheduler.start()
         try:
             left = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built forts?", MANY_WINDOWS), "a"))
-            await asyncio.sleep(0.15)  # its first chunk is running
-            left.cancel()
+            await until_set(running, "its first chunk never ran")
+            left.cancel()  # while its first chunk runs
+            await asyncio.sleep(0)
+            release.set()
             await asyncio.sleep(0.4)  # that pass ends; nothing of it runs after
             return await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
         finally:
+            release.set()
             await scheduler.stop()
 
     (answer,) = asyncio.run(main())
@@ -609,14 +639,15 @@ def test_a_batch_not_full_waits_only_while_what_would_fill_it_is_being_read():
 def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back(extractor, monkeypatch):  # noqa: F811
     """A question of more than --max-batch-chars is tokenized in a queue of its own: a short question asked while it
     is being read is answered before that reading ends."""
-    events = []
+    events, reading_long, release = [], threading.Event(), threading.Event()
     real = answering_module.question_windows
 
     def reading(trained, questions, requests, read=None):
         long = sum(len(example.context) for question in questions for example in question) > 500
         events.append("long read starts" if long else "short read")
         if long:
-            time.sleep(0.5)
+            reading_long.set()
+            release.wait(10)  # released once the short answer is in, or the test has failed
             events.append("long read ends")
         return real(trained, questions, requests, read)
 
@@ -627,11 +658,13 @@ def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back
         await scheduler.start()
         try:
             greedy = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built forts?", MANY_WINDOWS), "a"))
-            await asyncio.sleep(0.1)
+            await until_set(reading_long, "the long question was never read")
             polite = await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
             events.append("short answered")
+            release.set()
             return await greedy, polite
         finally:
+            release.set()
             await scheduler.stop()
 
     (got_long,), (got_short,) = asyncio.run(main())

@@ -124,11 +124,13 @@ def _command_collecting(monkeypatch, signum, then):
 
 
 def _a_while():
-    """Two seconds in short sleeps: a signal sent again from the timer's thread wakes no sleep of this one, so its
-    handler runs when the sleep under way ends."""
+    """Short sleeps until a signal ends them (a minute at most, a hang guard): a signal sent again from the timer's
+    thread wakes no sleep of this one, so its handler runs when the sleep under way ends. However loaded the machine,
+    a signal the timer sends again lands here, not after."""
     import time
 
-    for _ in range(200):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         time.sleep(0.01)
 
 
