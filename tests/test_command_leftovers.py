@@ -138,6 +138,13 @@ def _many_questions(path: Path) -> Path:
     return path
 
 
+def _ctrl_c_heard() -> None:
+    """In the command's process before it starts: SIGINT's default action, which Python turns into its Ctrl-C handler.
+    A test run started in the background of a shell without job control ignores SIGINT, and its children inherit
+    that: the command would never hear the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["predict", "train"])
 def test_a_command_stopped_with_ctrl_c_leaves_nothing_in_the_temporary_folder(trained_dir, tiny_encoder_dir, tmp_path, command):
@@ -150,7 +157,8 @@ def test_a_command_stopped_with_ctrl_c_leaves_nothing_in_the_temporary_folder(tr
                    "--doc-stride", "16", "--max-query-length", "12"], out / "model" / "checkpoints"),
     }[command]
     process = subprocess.Popen([sys.executable, "-m", "bio_mrc", command, "--train" if command == "train" else "--data", str(data),
-                                "--precision", "fp32", *args], cwd=tmp_path / "cwd", env=env, stderr=subprocess.PIPE, text=True)
+                                "--precision", "fp32", *args], cwd=tmp_path / "cwd", env=env, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_ctrl_c_heard)
     while not working.exists() and process.poll() is None:
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
