@@ -34,6 +34,18 @@ def _status(argv):
         pytest.fail("Ctrl-C escaped main as a KeyboardInterrupt")
 
 
+def _stopped_with_one_line(signum, capfd):
+    """``evaluate`` (its command replaced) ends as the signal's stop: 130 returned for Ctrl-C, SystemExit(143) for
+    SIGTERM, and one line."""
+    if signum == signal.SIGINT:
+        assert _status(EVALUATE) == 130
+    else:
+        with pytest.raises(SystemExit) as stopped:
+            main(EVALUATE)
+        assert stopped.value.code == 143
+    assert capfd.readouterr().err == "interrupted\n"
+
+
 def _ctrl_c():
     """A Ctrl-C that lands here: the handler runs before the next line."""
     signal.raise_signal(signal.SIGINT)
@@ -127,13 +139,7 @@ def test_a_stop_in_a_callback_whose_error_python_reports_still_ends_the_command(
         return 0
 
     monkeypatch.setattr(cli.parser, "cmd_evaluate", command)
-    if signum == signal.SIGINT:
-        assert _status(EVALUATE) == 130
-    else:
-        with pytest.raises(SystemExit) as stopped:
-            main(EVALUATE)
-        assert stopped.value.code == 143
-    assert capfd.readouterr().err == "interrupted\n"
+    _stopped_with_one_line(signum, capfd)
     assert went_on == ([True] if then is not _a_while else [])
 
 
@@ -152,13 +158,7 @@ def test_a_stop_a_library_raised_its_own_error_from_is_one_line_and_its_status(m
     traceback and status 1."""
     went_on = []
     monkeypatch.setattr(cli.parser, "cmd_evaluate", lambda _args: _module_initialized(signum) or went_on.append(True) or 0)
-    if signum == signal.SIGINT:
-        assert _status(EVALUATE) == 130
-    else:
-        with pytest.raises(SystemExit) as stopped:
-            main(EVALUATE)
-        assert stopped.value.code == 143
-    assert capfd.readouterr().err == "interrupted\n"
+    _stopped_with_one_line(signum, capfd)
     assert went_on == []
 
 
