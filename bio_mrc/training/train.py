@@ -154,10 +154,12 @@ def _train_alone(examples: Sequence[Example], config: TrainConfig, output_dir: s
     reading = start_at_recorded_commit(config, Path(args.output_dir), resume)  # a moved branch: the commit the run began from
     run_options = _run_options(examples, config, reading)
     last = check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
-    model, tokenizer, encoder = _fresh_model(reading, choices, progress, last if resume else None)
-    checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
-    clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0)
+    resumed = last if resume else None
+    model, tokenizer, encoder = _fresh_model(reading, choices, progress, resumed)
+    clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(resumed) if resumed else 0.0)
+    # The windows are cut (and a set whose answers no window holds refused) before the checkpoints' folder is written.
     trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock, CheckpointDigests()], evaluator, data_name)
+    checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     result = _train_sitting(trainer, checkpoint, clock, output_dir, len(examples), progress)
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
