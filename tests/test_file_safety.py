@@ -784,7 +784,7 @@ def test_compare_refuses_a_file_of_the_users_at_a_prediction_files_name_before_a
 def test_files_listed_as_the_comparisons_own_are_replaced_others_refused(tmp_path):
     from bio_mrc.harness.prediction_set import PREDICTION_SET, note_prediction_files
 
-    folder = note_prediction_files(tmp_path, "a-seed1-", ["span"])
+    folder = note_prediction_files(tmp_path, [("a-seed1-", ["span"])])
     (folder / "a-seed1-span.json").write_text("{}")
     io.check_set_files(folder, PREDICTION_SET, ["a-seed1-span.json", "a-seed1-span.nbest.json"])  # listed: accepted
     (folder / "a-seed1-bio.json").write_text("the user's")
@@ -798,7 +798,7 @@ def _note_cells(output_dir, process, count):
     from bio_mrc.harness.prediction_set import note_prediction_files
 
     for n in range(count):
-        note_prediction_files(output_dir, f"p{process}-", [f"d{n}"])
+        note_prediction_files(output_dir, [(f"p{process}-", [f"d{n}"])])
 
 
 def test_comparisons_listing_prediction_files_at_once_keep_every_entry(tmp_path):

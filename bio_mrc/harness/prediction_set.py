@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..io import note_set_files, owned_path, remove_file, remove_tree, replace_all
 
@@ -34,12 +34,17 @@ def fresh_staging(output_dir: Path) -> Path:
     return staging
 
 
-def note_prediction_files(output_dir: Path, prefix: str, decodings: list[str]) -> Path:
-    """List the prediction files of these cells as the comparison's own (before they are written or moved in); returns
-    ``OUTPUT/predictions``."""
+def cells_file_names(cells: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """The prediction files' names of ``cells``, each a ``prefix`` and its decodings."""
+    return [name for prefix, decodings in cells for decoding in decodings for name in prediction_file_names(prefix, decoding)]
+
+
+def note_prediction_files(output_dir: Path, cells: Sequence[tuple[str, Sequence[str]]]) -> Path:
+    """List the prediction files of ``cells`` (each a ``prefix`` and its decodings) as the comparison's own, in one
+    update of the list, before they are written or moved in; returns ``OUTPUT/predictions``."""
     folder = Path(output_dir) / "predictions"
     folder.mkdir(parents=True, exist_ok=True)
-    note_set_files(folder, PREDICTION_SET, [name for decoding in decodings for name in prediction_file_names(prefix, decoding)])
+    note_set_files(folder, PREDICTION_SET, cells_file_names(cells))
     return folder
 
 
@@ -62,11 +67,8 @@ class PendingOutputs:
         """Move the cells' prediction files in, together (every file written before the first rename; a Ctrl-C during
         the renames takes effect after the last), remove the files of their names they lack (an earlier sitting's
         ``.na_probs.json``), then keep each model's evaluation."""
-        staging, folder = staged_predictions(self.output_dir), Path(self.output_dir) / "predictions"
-        names = [name for prefix, decodings in self.cells for decoding in decodings for name in prediction_file_names(prefix, decoding)]
-        folder.mkdir(parents=True, exist_ok=True)
-        for prefix, decodings in self.cells:
-            note_prediction_files(self.output_dir, prefix, decodings)
+        staging, names = staged_predictions(self.output_dir), cells_file_names(self.cells)
+        folder = note_prediction_files(self.output_dir, self.cells)
         moved = [name for name in names if (staging / name).is_file()]
         replace_all([(owned_path(staging / name, self.output_dir), owned_path(folder / name, folder)) for name in moved], folder)
         for name in sorted(set(names) - set(moved)):
