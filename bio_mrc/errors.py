@@ -144,6 +144,17 @@ class ConfigError(BioMrcError, ValueError):
     """Options that do not fit together, or do not fit the encoder and tokenizer they are used with."""
 
 
+class ProcessLocalError(BioMrcError, TypeError):
+    """An object that lives in one process (an ONNX export's ONNX Runtime session) was asked to be pickled, as
+    ``multiprocessing`` pickles what it sends to a worker: build one in each process instead. A ``TypeError``, as
+    ``pickle``'s own refusals are."""
+
+    def __init__(self, problem: str, source: str | None = None) -> None:
+        super().__init__(f"{problem} (in {source})" if source else problem)
+        self.source = source
+        self._keep_problem(problem)
+
+
 class BioMrcWarning(UserWarning):
     """Base of the package's warnings. A message naming an argument (:func:`argument`) reads as the keyword, to a Python
     caller and its warning filters alike; ``marked`` keeps it for the command line's flags (:func:`command_line_text`)."""

@@ -21,17 +21,34 @@ from typing import Any, Sequence
 CharSpan = tuple[int, int]
 Alternative = tuple[CharSpan, ...]
 
-@dataclass(frozen=True)
+# A text longer than this shows its start and its length in a repr: a context may be a book.
+SHOWN_CHARACTERS = 200
+
+
+def shown_text(text: Any) -> str:
+    """``text`` as a repr shows it: whole up to :data:`SHOWN_CHARACTERS` characters, else its start and its length
+    (``'The Normans came'… (1,280,000 characters)``)."""
+    if not isinstance(text, str) or len(text) <= SHOWN_CHARACTERS:
+        return repr(text)
+    return f"{text[:SHOWN_CHARACTERS]!r}… ({len(text):,} characters)"
+
+
+@dataclass(frozen=True, repr=False)
 class Example:
     """One question: its id, text, context and gold answers, ``answers`` a tuple of alternatives, each a tuple of
     ``(start, end)`` character spans into ``context`` (end exclusive); ``()`` for an unanswerable question, None for
-    an unlabelled one; ``title``: its article's, where the data gives one."""
+    an unlabelled one; ``title``: its article's, where the data gives one. Its ``repr`` shows a long text's start and
+    length (:func:`shown_text`)."""
 
     id: str
     question: str
     context: str
     answers: tuple[Alternative, ...] | None = ()
     title: str = ""
+
+    def __repr__(self) -> str:
+        return (f"Example(id={self.id!r}, question={shown_text(self.question)}, context={shown_text(self.context)}, "
+                f"answers={self.answers!r}, title={shown_text(self.title)})")
 
     @property
     def is_labelled(self) -> bool:

@@ -26,7 +26,7 @@ from .one_answer import read_as_parts
 from .text import carries_text, check_context_length, check_text
 
 
-@dataclass
+@dataclass(repr=False)
 class SquadFile:
     """The examples of one file, in file order, its declared version ("1.1" or "2.0") and the format it was read as
     (a name in :data:`bio_mrc.data.formats.FORMATS`).
@@ -43,6 +43,14 @@ class SquadFile:
     skipped: list[DataFormatError] = field(default_factory=list)
     fixed_offsets: list[str] = field(default_factory=list)
     found_offsets: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        """The file, its number of questions and how they were read, not the questions (a file may hold millions of
+        characters of context): ``SquadFile('dev.json', 10570 questions, version='1.1', format='squad')``."""
+        left = "".join(f", {name}={len(value)}" for name, value in
+                       (("skipped", self.skipped), ("fixed_offsets", self.fixed_offsets), ("found_offsets", self.found_offsets)) if value)
+        return (f"SquadFile({self.source!r}, {len(self.examples)} questions, version={self.version!r}, "
+                f"format={self.format!r}{left})")
 
     def gold_texts(self) -> dict[str, list[str]]:
         """``{id: [answer text of each annotator]}``, the gold the official metrics score against."""

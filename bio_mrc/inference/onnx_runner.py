@@ -12,6 +12,7 @@ model, and names ``pip install 'bio_mrc[onnx]'`` when it is missing.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import warnings
@@ -24,7 +25,7 @@ import torch
 from .. import registry
 from ..data.json_reader import read_json
 from ..encoders import answering_digest
-from ..errors import InputWarning, ModelFormatError
+from ..errors import InputWarning, ModelFormatError, ProcessLocalError
 from ..io import check_library_path
 from ..model import BioMrcConfig
 from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder, written_format_problem
@@ -125,6 +126,22 @@ class OnnxModel:
 
     def can_generate(self) -> bool:
         return False
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Refused: an ONNX Runtime session does not pickle, so a worker process (``multiprocessing``,
+        ``ProcessPoolExecutor``) builds its own extractor; said in one line, not as ONNX Runtime's ``cannot pickle``."""
+        raise ProcessLocalError(
+            "an ONNX export's model cannot be pickled (its ONNX Runtime session lives in this process), so it cannot be "
+            f"sent to another process: build one in each process, AnswerExtractor.from_pretrained({self.name_or_path!r}) in "
+            "the worker (a ProcessPoolExecutor's initializer), and send it the questions", self.name_or_path)
+
+    def __copy__(self) -> "OnnxModel":
+        return type(self)(self.session, self.config, self.name_or_path)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "OnnxModel":
+        """A copy with a config of its own (thresholds, calibration) that shares the session: ONNX Runtime's session
+        cannot be copied, and it holds only the graph, which nothing changes, and runs from several threads at once."""
+        return type(self)(self.session, copy.deepcopy(self.config, memo), self.name_or_path)
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ids = np.asarray(batch["input_ids"], dtype=np.int64)

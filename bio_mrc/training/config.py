@@ -260,7 +260,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
-        """The config of ``to_dict``'s keys (a run record's ``train``); an unknown key is a ValueError naming it."""
+        """The config of these keys, a key left out at today's default; an unknown key is a ValueError naming it.
+        ``to_dict`` leaves out an option at the value a record without it means, not always today's default
+        (``tag_mentions="annotated"``): :meth:`from_record` reads it back, equal to the config written."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
