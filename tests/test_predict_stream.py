@@ -287,10 +287,12 @@ def test_no_two_decodings_share_a_file_whatever_the_outputs_suffix(output):
     from bio_mrc.inference.streaming import prediction_outputs
 
     files = prediction_outputs(output, ["span", "bio", "joint"])
-    assert len(set(files)) == len(files) == 13, files  # the stream and its record, three files a decoding, a run's stream and record
+    # the stream and its record, three files a decoding, a run's stream and record, the list of the decodings' files
+    assert len(set(files)) == len(files) == 14, files
     assert prediction_outputs("preds.json", ["joint"])[2:] == [Path("preds.json"), Path("preds.nbest.json"),
                                                                Path("preds.na_probs.json"), Path("preds.answers.partial.jsonl"),
-                                                               Path("preds.answers.partial.run.json")]  # the names as ever
+                                                               Path("preds.answers.partial.run.json"),
+                                                               Path("preds.answers.files.json")]  # the names as ever
 
 
 def test_resume_refuses_a_multi_span_stream_for_a_run_without_multi_span(tmp_path):
@@ -603,7 +605,8 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
                                                                                              k, stop, sigint_as_in_a_terminal):
     """A Ctrl-C between the renames of a decoding's files left the new official file beside the old n-best and na_prob
     files (a full disk while writing them is in tests/test_io.py: every file is written before the first rename). The
-    answers stream and its record are renamed in last, with them: the three files, the record and the stream."""
+    answers stream and its record are renamed in last, with them: the three files, the list of them, the record and the
+    stream."""
     from bio_mrc import io
 
     out = tmp_path / "p.json"
@@ -622,7 +625,7 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
     elif k == 1:  # no file replaced
         assert code == 2 and new == old and line.endswith(f"No space left on device (in {tmp_path})")
     else:  # a rename refused after others: the mix is named
-        assert code == 2 and new != old and line == (f"error: {k - 1} of the 5 new files replaced old ones before [Errno 28] No "
+        assert code == 2 and new != old and line == (f"error: {k - 1} of the 6 new files replaced old ones before [Errno 28] No "
                                                      "space left on device: the files there do not agree (new beside old); "
                                                      f"write them again (in {tmp_path})")
 

@@ -271,7 +271,8 @@ def test_predict_to_files_writes_what_predict_writes(trained_dir, tmp_path, caps
     files = predict_to_files(trained, load_squad(SAMPLE_V1).examples, StreamPlan(("auto",)), tmp_path / "python" / "p.json")
     assert list(files.files) == ["joint"]
     cli, python = ({path.name: path.read_bytes() for path in (tmp_path / name).iterdir()} for name in ("cli", "python"))
-    assert sorted(cli) == sorted(python) == ["p.answers.jsonl", "p.answers.run.json", "p.json", "p.na_probs.json", "p.nbest.json"]
+    assert sorted(cli) == sorted(python) == ["p.answers.files.json", "p.answers.jsonl", "p.answers.run.json", "p.json",
+                                             "p.na_probs.json", "p.nbest.json"]
     assert {name: data for name, data in cli.items() if name != "p.answers.run.json"} == {
         name: data for name, data in python.items() if name != "p.answers.run.json"}
     recorded = [json.loads(record[name]) for record in (cli, python) for name in ["p.answers.run.json"]]

@@ -112,11 +112,11 @@ def test_predict_to_files_returns_prediction_files(trained_dir, tmp_path, capsys
     result = predict_to_files(trained, examples, StreamPlan(("span", "bio")), out / "p.json")
     expected = {decoding: DecodingFiles(out / f"p.{decoding}.json", out / f"p.{decoding}.nbest.json", out / f"p.{decoding}.na_probs.json")
                 for decoding in ("span", "bio")}
-    assert result == PredictionFiles(out / "p.answers.jsonl", out / "p.answers.run.json", expected)
+    assert result == PredictionFiles(out / "p.answers.jsonl", out / "p.answers.run.json", expected, out / "p.answers.files.json")
     assert list(result.files) == ["span", "bio"]
     _frozen(result)
-    assert sorted(path.name for path in out.iterdir()) == sorted(
-        ["p.answers.jsonl", "p.answers.run.json", *(path.name for files in expected.values() for path in dataclasses.astuple(files))])
+    assert sorted(path.name for path in out.iterdir()) == sorted(["p.answers.jsonl", "p.answers.run.json", "p.answers.files.json",
+                                                                  *(path.name for files in expected.values() for path in dataclasses.astuple(files))])
     assert len(result.stream.read_text().splitlines()) == 2 * len(examples)  # a line per question and decoding
     assert len(json.loads(result.files["bio"].predictions.read_text())) == len(examples)
     assert result.to_dict() == {decoding: {"predictions": str(files.predictions), "nbest": str(files.nbest),

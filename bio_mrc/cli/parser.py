@@ -77,7 +77,8 @@ def _add_predict_command(add_command) -> None:
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (one line per question and decoding, written as "
                               "PREDS.answers.partial.jsonl as the answers finish and moved in at the end), PREDS.nbest.json and "
-                              "PREDS.na_probs.json beside it; "
+                              "PREDS.na_probs.json beside it, listed in PREDS.answers.files.json (a rerun removes the earlier "
+                              "run's listed files it does not write); "
                               "- writes the answer lines to standard output and no file")
     predict.add_argument("--batch-size", type=count_option, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")

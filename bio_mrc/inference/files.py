@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence, TextIO
+from typing import Any, Iterator, Mapping, Sequence, TextIO
 
 from ..errors import DataFormatError
 from ..io import atomic_writers, home_expanded, printable_json, remove_file, sole_writer
@@ -20,6 +21,8 @@ STREAM_SUFFIX = ".answers.jsonl"  # predict's answers stream, beside the officia
 RUN_SUFFIX = ".answers.run.json"  # the options and data the stream was made with, checked by --resume
 # A run's stream and record until its files are all written, then renamed to the two above with them (one set).
 PARTIAL_SUFFIX, PARTIAL_RUN_SUFFIX = ".answers.partial.jsonl", ".answers.partial.run.json"
+# The decoding files the latest run wrote, each with its SHA-256: a rerun removes those of them it does not write.
+FILE_LIST_SUFFIX = ".answers.files.json"
 
 
 @dataclass(frozen=True)
@@ -170,15 +173,27 @@ def partial_paths(output: str | Path) -> tuple[Path, Path]:
     return side_file(Path(output), PARTIAL_SUFFIX), side_file(Path(output), PARTIAL_RUN_SUFFIX)
 
 
+def file_list_path(output: str | Path) -> Path:
+    """``preds.json`` -> ``preds.answers.files.json``: the decoding files the latest run into ``output`` wrote, each
+    with its SHA-256 (:mod:`~bio_mrc.inference.file_list`)."""
+    return side_file(Path(output), FILE_LIST_SUFFIX)
+
+
+def file_list_text(listed: Mapping[str, str]) -> str:
+    """The list of files ``{name: SHA-256}`` as :func:`file_list_path` holds it (ASCII: a name's other characters escaped)."""
+    return json.dumps(dict(listed), indent=1)
+
+
 def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
     """Every file :func:`~bio_mrc.inference.streaming.predict_to_files` writes for ``output`` (none for ``-``): the
     answers stream and its record of what it was made with, then each decoding's official, n-best and ``na_prob``
-    files, then the stream and record a run writes until it ends (:func:`partial_paths`)."""
+    files, then the stream and record a run writes until it ends (:func:`partial_paths`), then the list of the
+    decoding files (:func:`file_list_path`)."""
     if str(output) == "-":
         return []
     decodings = tuple(dict.fromkeys(decodings))
     files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).paths()]
-    return [answers_stream_path(output), run_record_path(output), *files, *partial_paths(output)]
+    return [answers_stream_path(output), run_record_path(output), *files, *partial_paths(output), file_list_path(output)]
 
 
 _OFFICIAL_KINDS = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}
@@ -240,14 +255,20 @@ def _recorded_decodings(record: Path) -> list[str]:
 
 
 def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False,
-                            moved_in: Sequence[tuple[Path, Path]] = ()) -> dict[str, DecodingFiles]:
+                            moved_in: Sequence[tuple[Path, Path]] = (),
+                            earlier: Mapping[str, str] | None = None) -> dict[str, DecodingFiles]:
     """The official ``{id: answer}`` (MultiSpanQA's ``{id: [texts]}`` with ``multi_span``), n-best and ``na_prob``
     files of each decoding from an answers stream, one line at a time, every decoding's written together (all new, or
     all as they were: :func:`~bio_mrc.io.atomic_writers`). ``moved_in``: files beside them, each ``(source, target)``,
-    renamed in with them, after them (a run's answers stream and its record)."""
+    renamed in with them, after them (a run's answers stream and its record). ``earlier``: where given (the earlier
+    run's list, ``{}`` for none), the list of the files (:func:`file_list_path`) is written with them, before
+    ``moved_in``: each file's name and SHA-256, then the files of ``earlier`` these are not, until they are removed
+    (:func:`~bio_mrc.inference.file_list.remove_earlier_files`)."""
     written = {decoding: prediction_paths(output, decoding, len(decodings) > 1) for decoding in decodings}
+    listing = [file_list_path(output)] if earlier is not None else []
     output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_writers([path for paths in written.values() for path in paths.paths()], moved_in=moved_in) as handles:
+    digests: dict[str, str] = {}
+    with atomic_writers([*(path for paths in written.values() for path in paths.paths()), *listing], moved_in=moved_in) as handles:
         for number, decoding in enumerate(decodings):
             answers, nbest, na_probs = handles[3 * number : 3 * number + 3]
             writers = (_JsonObjectWriter(answers, indent=1), _JsonObjectWriter(nbest), _JsonObjectWriter(na_probs, ensure_ascii=True))
@@ -255,8 +276,10 @@ def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str]
                 writers[0].add(record["id"], record["answers"] if multi_span else record["answer"])
                 writers[1].add(record["id"], {key: record[key] for key in NBEST_KEYS})
                 writers[2].add(record["id"], no_answer_probability(record["no_answer_score"]))
-            for writer in writers:
-                writer.close()
+            for writer, path in zip(writers, written[decoding].paths()):
+                digests[path.name] = writer.close()
+        if listing:
+            handles[-1].write(file_list_text({**digests, **{name: sha for name, sha in (earlier or {}).items() if name not in digests}}))
     return written
 
 
@@ -271,24 +294,32 @@ def read_stream(stream: Path, decoding: str | None = None) -> Iterator[dict[str,
 
 class _JsonObjectWriter:
     """A JSON object written one member at a time, byte for byte what ``json.dumps`` (:func:`printable_json` without
-    ``ensure_ascii``) writes for the whole object (``indent=None`` or ``indent=1``)."""
+    ``ensure_ascii``) writes for the whole object (``indent=None`` or ``indent=1``), to a handle that writes UTF-8;
+    :meth:`close` gives the SHA-256 of the bytes written."""
 
     def __init__(self, handle: TextIO, indent: int | None = None, ensure_ascii: bool = False) -> None:
         self.handle, self.indent, self.ensure_ascii, self.count = handle, indent, ensure_ascii, 0
-        self.handle.write("{")
+        self.digest = hashlib.sha256()
+        self._write("{")
 
     def add(self, key: str, value: Any) -> None:
         text = self._json(value, indent=self.indent)
         if self.indent is not None:
             text = text.replace("\n", "\n" + " " * self.indent)
-            self.handle.write(("," if self.count else "") + "\n" + " " * self.indent)
+            self._write(("," if self.count else "") + "\n" + " " * self.indent)
         elif self.count:
-            self.handle.write(", ")
-        self.handle.write(f"{self._json(key)}: {text}")
+            self._write(", ")
+        self._write(f"{self._json(key)}: {text}")
         self.count += 1
+
+    def _write(self, text: str) -> None:
+        self.handle.write(text)
+        self.digest.update(text.encode("utf-8"))
 
     def _json(self, value: Any, indent: int | None = None) -> str:
         return json.dumps(value, indent=indent) if self.ensure_ascii else printable_json(value, indent=indent)
 
-    def close(self) -> None:
-        self.handle.write("\n}" if self.indent is not None and self.count else "}")
+    def close(self) -> str:
+        """End the object; returns the SHA-256 of the whole file, as hex."""
+        self._write("\n}" if self.indent is not None and self.count else "}")
+        return self.digest.hexdigest()

@@ -44,8 +44,9 @@ from ..progress import WindowBars, inference_bar, open_window_bars, questions_do
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
+from .file_list import read_file_list, remove_earlier_files
 from .files import (DecodingFiles, answer_record, answer_record_problem, answers_claimed, answers_stream_path, claimed_before,
-                    partial_paths, prediction_outputs, run_record_path, write_files_from_stream)
+                    file_list_path, partial_paths, prediction_outputs, run_record_path, write_files_from_stream)
 from .defaults import DECODE_BLOCK_QUESTIONS, DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
 from .long_questions import warn_long_questions
@@ -76,13 +77,15 @@ class StreamPlan:
 
 @dataclass(frozen=True)
 class PredictionFiles:
-    """What :func:`predict_to_files` wrote: the answers ``stream`` and its ``run_record``, and each decoding's
-    :class:`DecodingFiles` in ``files``, in the plan's order (None and none where the answers went to standard output,
-    and on ranks other than 0). :meth:`to_dict` gives each decoding's paths as ``bio-mrc predict`` prints them."""
+    """What :func:`predict_to_files` wrote: the answers ``stream`` and its ``run_record``, each decoding's
+    :class:`DecodingFiles` in ``files``, in the plan's order, and ``file_list``, the list of those files with their
+    SHA-256 (None and none where the answers went to standard output, and on ranks other than 0). :meth:`to_dict`
+    gives each decoding's paths as ``bio-mrc predict`` prints them."""
 
     stream: Path | None = None
     run_record: Path | None = None
     files: dict[str, DecodingFiles] = dataclasses.field(default_factory=dict)
+    file_list: Path | None = None
 
     def to_dict(self) -> dict[str, dict[str, str]]:
         """Each decoding's file paths, as ``bio-mrc predict`` prints them."""
@@ -360,6 +363,8 @@ def predict_to_files(
     stream = None if str(output) == "-" else answers_stream_path(output)
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
+    if stream is not None:
+        read_file_list(output)  # the earlier run's list, refused before any work where predict did not write it
     with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, from here until the official files are written
         if stream is not None:  # before anything is said or read, as bio-mrc predict holds it (then it is held already)
             shard.broadcast_result(lambda: None if claimed_before(stream) is not None else held.enter_context(answers_claimed(output)))
@@ -491,6 +496,7 @@ def _predict_into(
     if not partial.is_file():  # removed meanwhile, its lines written on into the removed file: no answers to read back
         gone = "it was" if partial.parent.is_dir() else "the output folder was"
         raise OutputError(f"{gone} removed while the answers were written to it; run predict again", str(partial))
-    written = write_files_from_stream(partial, Path(output), plan.decodings, plan.multi_span,
+    written = write_files_from_stream(partial, Path(output), plan.decodings, plan.multi_span, earlier=read_file_list(output),
                                       moved_in=[(partial_record, run_record_path(output)), (partial, stream)])
-    return PredictionFiles(stream, run_record_path(output), written)
+    remove_earlier_files(output, [path.name for files in written.values() for path in files.paths()])  # once the new set is in
+    return PredictionFiles(stream, run_record_path(output), written, file_list_path(output))

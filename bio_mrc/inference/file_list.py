@@ -1,0 +1,82 @@
+"""The list of the decoding files the latest ``predict`` run into an output wrote (``PREDS.answers.files.json``): each
+file's name and SHA-256, so that a rerun with other decodings removes the earlier run's files it does not write, and
+no other file.
+
+The list is written with the run's files and renamed in with them (:func:`~bio_mrc.inference.files.write_files_from_stream`),
+naming the earlier run's files the new run lacks too; once the new files are in, those are removed where they still
+hold what the earlier run wrote (a file changed since is the user's), and the list is written again naming the new
+files alone. A run stopped before its files move in leaves the earlier files and list as they were; one stopped
+after leaves the earlier files listed, for the next run to remove.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Collection
+
+from ..errors import DataFormatError
+from ..io import atomic_write_text, file_sha256, home_expanded, remove_file
+from ..json_syntax import json_value
+from .files import FILE_LIST_SUFFIX, PARTIAL_RUN_SUFFIX, PARTIAL_SUFFIX, RUN_SUFFIX, STREAM_SUFFIX, file_list_path, file_list_text, side_file
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_BOOKKEEPING = (STREAM_SUFFIX, RUN_SUFFIX, PARTIAL_SUFFIX, PARTIAL_RUN_SUFFIX, FILE_LIST_SUFFIX)
+
+
+def read_file_list(output: str | Path) -> dict[str, str]:
+    """The files the list beside ``output`` names, ``{name: SHA-256}`` (``{}`` where there is none); a list ``predict``
+    did not write (not a JSON object of the names of ``output``'s decoding files and their SHA-256) is refused in one
+    line naming it, before any work."""
+    output = Path(home_expanded(output))
+    path = file_list_path(output)
+    if path.is_symlink():  # predict renames its list in: a link is none of its
+        raise _not_a_list("it is a symbolic link", path)
+    if not path.exists():
+        return {}
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested past the parser's stack
+        raise _not_a_list(f"it does not read as JSON: {error}", path) from None
+    if not isinstance(listed, dict):
+        raise _not_a_list(f"it holds {json_value(listed)}, not an object of file names and their SHA-256", path)
+    for name, digest in listed.items():
+        if not _decoding_file_name(output, name):
+            raise _not_a_list(f"it names {json_value(name)}, no file predict writes for {output.name}", path)
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            raise _not_a_list(f"it gives {json_value(name)} the digest {json_value(digest)}, not a SHA-256 in hex", path)
+    return listed
+
+
+def _not_a_list(problem: str, path: Path) -> DataFormatError:
+    return DataFormatError(f"this is no list of the files bio-mrc predict wrote ({problem}); remove it (the files it names stay as they are)", source=str(path))
+
+
+def _decoding_file_name(output: Path, name: str) -> bool:
+    """Whether ``name`` may be one of ``output``'s decoding files (``preds.json``, ``preds.<...>``): a plain file name,
+    ``output``'s own or one that begins with its stem and a dot, and none of its answers streams, records or list."""
+    if "/" in name or "\\" in name or "\0" in name or name in (".", ".."):
+        return False
+    stem = side_file(output, "").name
+    return (name == output.name or name.startswith(stem + ".")) and name not in {stem + suffix for suffix in _BOOKKEEPING}
+
+
+def remove_earlier_files(output: str | Path, written: Collection[str]) -> list[str]:
+    """Once a run's decoding files (the names ``written``) and its list are in: remove each other file the list names
+    (the earlier run's), where it is still a plain file holding what that run wrote, then list ``written`` alone.
+    Returns the names removed."""
+    path = file_list_path(Path(home_expanded(output)))
+    listed = read_file_list(output)
+    earlier = {name: digest for name, digest in listed.items() if name not in written}
+    if not earlier:
+        return []
+    folder = path.parent
+    removed = [name for name, digest in earlier.items() if _holds(folder / name, digest) and remove_file(folder / name, folder)]
+    atomic_write_text(path, file_list_text({name: digest for name, digest in listed.items() if name in written}))
+    return removed
+
+
+def _holds(path: Path, digest: str) -> bool:
+    """Whether ``path`` is a plain file (never one reached through a link) whose SHA-256 is ``digest``."""
+    return not path.is_symlink() and path.is_file() and file_sha256(path) == digest
