@@ -18,6 +18,7 @@ from transformers.utils import ModelOutput
 from . import model_defaults, registry
 from .encoders import as_data
 from .errors import ConfigError, InputNote, InputWarning, ModelFormatError
+from .fp32_attention import ATTENTION_NAME as TRAINING_ATTENTION
 from .model_defaults import MODEL_FORMAT  # noqa: F401 (the layout of a saved model folder; imported from here too)
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
 from .plurals import counted, first_few, number_form
@@ -490,7 +491,8 @@ def _encoder_class(encoder_config: PreTrainedConfig) -> type[PreTrainedModel]:
 def attention_kernels(encoder_config: PreTrainedConfig) -> tuple[type[PreTrainedModel], list[str]]:
     """The class of the encoder ``encoder_config`` describes and the attention kernels (transformers' names for
     ``attn_implementation``) it runs on this machine: those its class supports, flash attention only with a device its
-    builds run on and its package or transformers' kernels, flex attention where torch has it."""
+    builds run on and its package or transformers' kernels, flex attention where torch has it. The package's own
+    training kernel (:mod:`bio_mrc.fp32_attention`), registered once a process has trained with it, is none of them."""
     from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIBILITY_MATRIX
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.utils import is_kernels_available, is_torch_flex_attn_available
@@ -510,7 +512,8 @@ def attention_kernels(encoder_config: PreTrainedConfig) -> tuple[type[PreTrained
         family = next((prefix for prefix in families if name.removeprefix("paged|").startswith(prefix)), None)
         return family is None or families[family](name.removeprefix("paged|").removeprefix(family))
 
-    return found, [name for name in ["eager", *ALL_ATTENTION_FUNCTIONS.valid_keys()] if runs(name)]
+    names = [name for name in ALL_ATTENTION_FUNCTIONS.valid_keys() if name.removeprefix("paged|") != TRAINING_ATTENTION]
+    return found, [name for name in ["eager", *names] if runs(name)]
 
 
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:

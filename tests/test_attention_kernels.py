@@ -24,6 +24,20 @@ def test_an_encoder_runs_the_kernels_its_class_supports():
     assert found.__name__ == "BertModel" and {"eager", "sdpa"} <= set(kernels)
 
 
+def test_the_packages_training_kernel_is_not_offered_once_a_training_registered_it(monkeypatch):
+    """Training under bf16 may register the attention in fp32 (``bio_mrc.fp32_attention``) in transformers' global
+    table: a later refusal naming the kernels an encoder runs must not list it, for a class without SDPA least of all."""
+    from transformers import AttentionInterface, BertConfig, FunnelConfig
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    from bio_mrc.fp32_attention import ATTENTION_NAME, sdpa_in_fp32
+
+    monkeypatch.setitem(ALL_ATTENTION_FUNCTIONS._global_mapping, ATTENTION_NAME, sdpa_in_fp32)
+    assert ATTENTION_NAME in AttentionInterface().valid_keys()
+    assert attention_kernels(FunnelConfig())[1] == ["eager", "paged|eager"]
+    assert ATTENTION_NAME not in attention_kernels(BertConfig())[1]
+
+
 def test_flash_attention_needs_a_device_its_builds_run_on(monkeypatch):
     from transformers import BertConfig
     from transformers.modeling_flash_attention_utils import FLASH_ATTENTION_COMPATIBILITY_MATRIX
