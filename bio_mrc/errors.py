@@ -178,6 +178,11 @@ class LimitPastDataWarning(InputNote):
     """A ``limit`` is past the questions of the data it cuts: all of them are used."""
 
 
+class PrecisionCacheNote(InputNote):
+    """``precision: auto``'s cache of measurements cannot be written (its folder read-only, or a file in its place):
+    each choice is measured and kept for the process alone, so every process measures again."""
+
+
 class FewTuningQuestionsWarning(InputWarning):
     """Settings are fitted on fewer tuning questions than ``bio-mrc tune`` fits on without a warning (a comparison's
     'tune' split): what they fit follows the questions drawn."""

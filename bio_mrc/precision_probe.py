@@ -14,7 +14,8 @@ kernels' instructions, shapes, phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.jso
 names another folder; no cache where none is set and no home folder is known), so a machine measures each model
 size once; a cache that cannot be read (or an entry whose choice its rates contradict) is measured again and
 rewritten, and a measurement whose two rounds disagree (another job took the cores) is used by this process but not
-cached.
+cached. A cache that cannot be written (a read-only folder, a file in its place) keeps each choice for this process
+alone, and one :class:`~bio_mrc.errors.PrecisionCacheNote` a process says so.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -50,6 +52,7 @@ ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MK
 STABLE = 1.3  # a precision's two rounds within this factor: the measurement is cached; else this process keeps it only
 
 _MEMO: dict[str, dict[str, Any]] = {}  # this process's choices: every caller in a process agrees even without a cache
+_SAID_UNWRITABLE: set[str] = set()  # the caches this process could not write and has said so of
 
 
 @dataclass(frozen=True)
@@ -234,20 +237,41 @@ def _rate(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
 
 
-def store(path: Path | None, key: str, entry: dict[str, Any]) -> None:
+def store(path: Path | None, key: str, entry: dict[str, Any]) -> str | None:
     """Add ``entry`` to the cache file, written whole to a temporary file and renamed (never half-written), one
-    process at a time; a cache folder that cannot be written keeps the choice for this process only."""
+    process at a time; a cache folder that cannot be written keeps the choice for this process only, and the reason
+    is returned (None: stored, or no cache)."""
     from .io import UnsafePathError, atomic_write_text, updated_alone
 
     if path is None:
-        return
-    with contextlib.suppress(OSError, UnsafePathError):
+        return None
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path = Path(os.path.realpath(path.parent)) / path.name  # a cache folder that is a link is the user's choice
         with updated_alone(path):  # another process's entry, stored since this one read the file, is kept
             data = read_cache(path)
             data[key] = entry
             atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    except (OSError, UnsafePathError) as error:  # UnsafePathError and the package's OutputError are OSErrors too
+        return _why_unwritable(error)
+    return None
+
+
+def _why_unwritable(error: OSError) -> str:
+    """A few words on why the cache could not be written: the system's reason, or the first clause of the package's."""
+    if isinstance(error, FileExistsError):  # the folder's name is a file's
+        return "a file has the folder's name"
+    problem = getattr(error, "problem", None)  # the package's OutputError: "this is a named pipe (FIFO), not a file; ..."
+    return problem.split(";")[0] if problem else error.strerror or str(error)
+
+
+def _say_unwritable(path: Path, reason: str) -> None:
+    """The :class:`~bio_mrc.errors.PrecisionCacheNote` of a cache that cannot be written (said once a process), naming
+    it, the reason and ``BIO_MRC_CACHE_DIR``: without it every process measured again and nobody was told why."""
+    from .errors import PrecisionCacheNote
+
+    warnings.warn(PrecisionCacheNote(f"precision auto cannot keep its measurements in {path} ({reason}): every process measures "
+                                     "them again; set BIO_MRC_CACHE_DIR to a writable folder to keep them there"), stacklevel=3)
 
 
 def measured_choice(
@@ -266,7 +290,7 @@ def measured_choice(
     with _ONE_CHOICE:  # models loaded from several threads: one measures, the others take its choice
         if memo_key in _MEMO:
             return _MEMO[memo_key]
-        entry = read_cache(path).get(key)
+        entry, unwritable = read_cache(path).get(key), None
         if _valid(entry):
             choice = {**entry, "how": "cached"}
         elif distributed():  # ranks must agree: a process among several measures nothing (see resolve_precision)
@@ -278,11 +302,17 @@ def measured_choice(
                     runs[p].append((measure or measure_rate)(shapes, phase, p))
             entry = _entry({p: max(r) for p, r in runs.items()}, shapes, phase)
             stable = all(max(r) <= STABLE * max(min(r), 1e-9) for r in runs.values())
-            if stable:  # another job's burst during one round would make the cached choice wrong for good
-                store(path, key, entry)
+            # another job's burst during one round would make the cached choice wrong for good
+            unwritable = store(path, key, entry) if stable else None
             choice = {**entry, "how": "measured" if stable else "measured (unsteady, not cached)"}
         _MEMO[memo_key] = choice
-        return choice
+        if unwritable is not None and str(path) in _SAID_UNWRITABLE:
+            unwritable = None  # said once a process
+        elif unwritable is not None:
+            _SAID_UNWRITABLE.add(str(path))
+    if unwritable is not None:  # said once the choice is kept, so a filter that makes the note an error loses no choice
+        _say_unwritable(path, unwritable)
+    return choice
 
 
 def _entry(rates: dict[str, float], shapes: MatrixShapes, phase: str) -> dict[str, Any]:

@@ -284,10 +284,12 @@ def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def fresh_precision_choices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A test starts without this process's remembered precision choices, with its own cache file, in one process."""
+    """A test starts without this process's remembered precision choices (nor the unwritable caches it has said so of),
+    with its own cache file, in one process."""
     from bio_mrc import precision_probe
 
     monkeypatch.setattr(precision_probe, "_MEMO", {})
+    monkeypatch.setattr(precision_probe, "_SAID_UNWRITABLE", set())
     monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("WORLD_SIZE", raising=False)
 

@@ -85,6 +85,15 @@ def test_one_shared_held_out_question_is_counted_in_the_singular():
         warn_shared_held_out(training, held_out)
 
 
+def test_held_out_questions_sharing_only_ids_with_the_training_ones_are_no_warning():
+    """Two data sets built apart, both numbering their questions q1, q2: they were said to share 2 questions."""
+    training = [Example(f"q{n}", f"who wrote letter {n}?", f"ada wrote letter {n}.") for n in (1, 2)]
+    held_out = [Example(f"q{n}", f"where is town {n}?", f"town {n} is in kent.") for n in (1, 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_shared_held_out(training, held_out)
+
+
 def test_other_warnings_keep_the_users_filters():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

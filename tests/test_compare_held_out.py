@@ -150,6 +150,44 @@ def test_held_out_questions_and_an_init_from_model_trained_elsewhere_train(tiny_
         train_models(cfg, tmp_path, tmp_path / "out")
 
 
+def numbered_alike(files, tmp_path):
+    """The train, tune and eval files as data sets built apart, each numbering its own questions q0, q1, ..."""
+    numbered = {}
+    for name in ("train", "tune", "eval"):
+        raw = json.loads(files[name].read_text(encoding="utf-8"))
+        for n, article in enumerate(raw["data"]):
+            article["paragraphs"][0]["qas"][0]["id"] = f"q{n}"
+        numbered[name] = tmp_path / f"numbered-{name}.json"
+        numbered[name].write_text(json.dumps(raw), encoding="utf-8")
+    return {**files, **numbered}
+
+
+def test_files_that_number_their_own_questions_alike_train(tiny_encoder_dir, files, tmp_path, no_training):
+    """No question or paragraph is in two of them, so the comparison goes on to train; it refused them as an overlap,
+    telling to split by article."""
+    cfg = config(tiny_encoder_dir, numbered_alike(files, tmp_path), eval_also=[])
+    assert resolve_splits(cfg, tmp_path).eval.ids == resolve_splits(cfg, tmp_path).tune.ids == ["q0", "q1", "q2", "q3"]
+    with pytest.raises(Trained):
+        train_models(cfg, tmp_path, tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_a_comparison_of_files_numbered_alike_scores_its_own_questions_and_reads_its_cells_back(tiny_encoder_dir, files, tmp_path):
+    """Trained with evaluations on 'tune' (no warning of shared questions), tuned on 'tune', scored on 'eval': each by
+    its own ids; a later comparison reads the cells back (``--cells-from``)."""
+    cfg = config(tiny_encoder_dir, numbered_alike(files, tmp_path), eval_also=[],
+                 defaults={"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 24, "epochs": 1},
+                 runs=[{"name": "joint", "heads": "span+bio", "training_args": {"eval_strategy": "epoch"}}])
+    results, _ = compare(cfg, tmp_path, tmp_path / "out")
+    questions = [(ex.id, ex.question) for ex in results.eval_examples]
+    assert questions == [(f"q{n}", f"What colour is the eval number {n}?") for n in range(4)]
+    for cell in results.cells:
+        predictions = json.loads((tmp_path / "out" / "predictions" / f"joint-seed5-{cell.decoding}.json").read_text())
+        assert list(predictions) == ["q0", "q1", "q2", "q3"] and len(cell.f1) == 4
+    again, _ = compare(cfg, tmp_path, tmp_path / "again", cells_from=tmp_path / "out" / "report.json")
+    assert [(cell.decoding, list(cell.f1)) for cell in again.cells] == [(cell.decoding, list(cell.f1)) for cell in results.cells]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", ["quick", "full", "v2-quick"])
 def test_the_presets_hold_their_evaluation_and_tuning_questions_out(preset):

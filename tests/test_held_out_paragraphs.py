@@ -40,8 +40,9 @@ def test_a_title_less_paragraph_spaced_two_ways_falls_beside_its_first():
 def test_shared_questions_and_paragraphs_are_counted_under_any_id_or_spacing():
     a = [Example("x", "Who?", "One paragraph."), Example("y", "What?", "One paragraph."), Example("z", "Why?", "Two.")]
     b = [Example("x2", "Who ?", "One paragraph."), Example("y2", "What?", " One\nparagraph. "), Example("z", "How?", "Three.")]
-    # y2 is y re-spaced (x2's question text differs), z is one id in both; one paragraph ("One paragraph.") in both
-    assert shared_questions_and_contexts(a, b) == (2, 1)
+    # y2 is y re-spaced (x2's question text differs); z is one id in both, of another question and paragraph: no question
+    # of a is in b twice over; one paragraph ("One paragraph.") in both
+    assert shared_questions_and_contexts(a, b) == (1, 1)
     assert shared_questions_and_contexts(a, [Example("w", "When?", "Four.")]) == (0, 0)
     composed, decomposed = [Example("c", "Where?", "Caf\u00e9.")], [Example("d", "Where?", "Cafe\u0301.")]  # NFC and NFD
     assert shared_questions_and_contexts(composed, decomposed) == (1, 1)
@@ -61,6 +62,36 @@ def test_a_question_copied_under_another_id_and_spacing_is_counted_as_shared():
     copy = Example("copy", "Question  0 on A?", "Paragraph of article A. ", title="another title")
     with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(1 question, 1 context, under any id or spacing\)"):
         check_disjoint([("train", train), ("eval", Split([copy], "squad-v1.1", "eval"))])
+
+
+NUMBERED = {"train": ("Who wrote letter {n}?", "Letter {n} was written by Ada."), "tune": ("Where is town {n}?", "Town {n} is in Kent."),
+            "eval": ("When did war {n} end?", "War {n} ended in 1815.")}
+
+
+def numbered(name):
+    """Three questions of a data set built apart from the others, numbered q1, q2, q3 as each of them is."""
+    question, context = NUMBERED[name]
+    return Split([Example(f"q{n}", question.format(n=n), context.format(n=n)) for n in (1, 2, 3)], "squad-v1.1", name)
+
+
+def test_splits_that_number_different_questions_alike_are_not_refused():
+    """Each split's questions are predicted, tuned on and scored apart, by the ids of that split alone: ids that name
+    other questions and paragraphs in two splits leak nothing. They were refused as an overlap of 3 questions and 0
+    contexts, with the advice to split by article."""
+    splits = [(name, numbered(name)) for name in NUMBERED]
+    assert shared_questions_and_contexts(splits[0][1].examples, splits[2][1].examples) == (0, 0)
+    check_disjoint(splits)
+    check_disjoint(splits[1:])
+
+
+@pytest.mark.parametrize("question, shared", [("Who wrote letter 2?", 1), ("Who read letter 2?", 0)])
+def test_a_paragraph_in_two_splits_is_refused_and_its_questions_counted_by_text_and_context(question, shared):
+    """q2 over the same paragraph in both: refused, as the same paragraph is under any id, the question counted where its
+    text is the same; q1, another question in each split, is not counted (it was: 2 questions)."""
+    repeated = Split([Example("q2", question, "Letter 2 was written by Ada."), *numbered("eval").examples[:1]], "squad-v1.1", "eval")
+    questions = "1 question" if shared else "0 questions"
+    with pytest.raises(ConfigError, match=rf"^the train and eval splits overlap \({questions}, 1 context, under any id or spacing\): split by"):
+        check_disjoint([("train", numbered("train")), ("eval", repeated)])
 
 
 EIGHT = [Example(f"q{n}", f"Who is {n}?", f"Context {n} holds names.") for n in range(8)]  # a context each

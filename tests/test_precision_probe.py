@@ -2,12 +2,14 @@
 
 import json
 import math
+import warnings
 
 import pytest
 import torch
 
 from bio_mrc import precision as precision_module
 from bio_mrc import precision_probe
+from bio_mrc.errors import PrecisionCacheNote
 from bio_mrc.precision import precision_choice, resolve_precision
 from bio_mrc.precision_probe import FP32_ATTENTION, MatrixShapes, cache_file, choose, choose_attention, measure_rate, measured_choice, timed_rate
 from bio_mrc.training.train import TrainConfig, load_run_record, train_model
@@ -239,10 +241,43 @@ def test_a_cache_folder_given_with_a_tilde_is_in_the_home_folder_and_a_relative_
     assert cache_file() == tmp_path / "home" / ".cache" / "bio_mrc" / "precision.json"
 
 
-def test_an_unwritable_cache_keeps_the_choice_for_this_process(monkeypatch, tmp_path):
+UNWRITABLE = {  # a cache folder that cannot be written: where it lies, and the reason said
+    "a file in its place": ("file", "a file has the folder's name"),
+    "a folder below a file": ("file/below-a-file", "Not a directory"),
+    "a read-only folder": ("read-only", "Permission denied"),
+}
+
+
+@pytest.mark.parametrize("case", UNWRITABLE)
+def test_an_unwritable_cache_is_said_once_a_process_and_the_choice_still_made(monkeypatch, tmp_path, case):
+    """Every process measured again and nobody was told: one note a process names the cache, the reason and the
+    variable that chooses another folder; each choice is made all the same, and nothing is written elsewhere."""
+    import os
+
+    folder, reason = UNWRITABLE[case]
     (tmp_path / "file").write_text("")
-    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "file" / "below-a-file"))
-    assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}))["precision"] == "bf16"
+    (tmp_path / "read-only").mkdir(mode=0o555)
+    if case == "a read-only folder" and os.access(tmp_path / "read-only", os.W_OK):
+        pytest.skip("this user writes in a read-only folder (root)")
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / folder))
+    before, calls = sorted(tmp_path.rglob("*")), []
+    measure = fake_measure({"fp32": 1.0, "bf16": 2.0}, calls)
+    with pytest.warns(PrecisionCacheNote) as said:
+        choices = [measured_choice(SHAPES, phase, "a CPU", measure) for phase in ("inference", "training")]
+    assert [(choice["precision"], choice["how"]) for choice in choices] == [("bf16", "measured")] * 2 and len(calls) == 10
+    assert [str(warning.message) for warning in said] == [
+        f"precision auto cannot keep its measurements in {tmp_path / folder / 'precision.json'} ({reason}): every process "
+        "measures them again; set BIO_MRC_CACHE_DIR to a writable folder to keep them there"]
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_writable_cache_is_no_note(monkeypatch, tmp_path):
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "new" / "cache"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for phase in ("inference", "training"):
+            assert measured_choice(SHAPES, phase, "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}))["how"] == "measured"
+    assert len(json.loads((tmp_path / "new" / "cache" / "precision.json").read_text())) == 2
 
 
 def test_a_cache_folder_that_is_a_link_caches_where_it_points(monkeypatch, tmp_path):
@@ -381,7 +416,8 @@ def test_a_named_pipe_at_the_caches_name_is_no_cache(monkeypatch, tmp_path):
     (tmp_path / "fifo").mkdir()
     os.mkfifo(tmp_path / "fifo" / "precision.json")
     monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "fifo"))
-    assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 2.0, "bf16": 1.0}))["precision"] == "fp32"
+    with pytest.warns(PrecisionCacheNote, match=r"\(this is a named pipe \(FIFO\), not a file\): every process measures"):
+        assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 2.0, "bf16": 1.0}))["precision"] == "fp32"
     assert (tmp_path / "fifo" / "precision.json").is_fifo()  # left as it is, the choice kept for this process
 
 

@@ -14,18 +14,18 @@ from ..types import Example
 
 
 def shared_questions_and_contexts(a: Sequence[Example], b: Sequence[Example]) -> tuple[int, int]:
-    """How many questions of ``b`` are in ``a`` (by id, or by text and context under any id or spacing, as the question
+    """How many questions of ``b`` are in ``a`` (by text and context under any id or spacing, as the question
     fingerprint matches them) and how many paragraphs the two share (as the fingerprint normalises a context): a
-    paragraph in both leaks its answers from one to the other."""
+    paragraph in both leaks its answers from one to the other. An id alone matches nothing: two data sets built apart
+    may both number their questions ``q1, q2, ...``, and each is read, predicted and scored by its own ids."""
     paragraphs_a, paragraphs_b = paragraphs(a), paragraphs(b)
     shared = set(paragraphs_a.values()) & set(paragraphs_b.values())
-    ids = {ex.id for ex in b} & {ex.id for ex in a}
-    if shared:  # a question in both has its paragraph in both: only those are hashed
-        in_a = [ex for ex in a if paragraphs_a[ex.context] in shared]
-        in_b = [ex for ex in b if paragraphs_b[ex.context] in shared]
-        hashes = set(question_hashes(in_a).tolist())
-        ids |= {ex.id for ex, h in zip(in_b, question_hashes(in_b).tolist()) if h in hashes}
-    return len(ids), len(shared)
+    if not shared:  # a question in both has its paragraph in both: only those are hashed
+        return 0, 0
+    in_a = [ex for ex in a if paragraphs_a[ex.context] in shared]
+    in_b = [ex for ex in b if paragraphs_b[ex.context] in shared]
+    hashes = set(question_hashes(in_a).tolist())
+    return len({ex.id for ex, h in zip(in_b, question_hashes(in_b).tolist()) if h in hashes}), len(shared)
 
 
 def paragraphs(examples: Sequence[Example]) -> dict[str, bytes]:

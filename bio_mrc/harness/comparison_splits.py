@@ -273,8 +273,10 @@ HELD_OUT_SPLITS = ("eval", "tune")  # the splits no model trains on: scored, and
 
 
 def check_disjoint(named: list[tuple[str, Split]]) -> None:
-    """No question (by id, or text and context under any id or spacing) and no paragraph (up to spacing) in two splits:
-    training on a paragraph leaks its answers, and tuning on the questions scored fits the settings to them."""
+    """No question (text and context under any id or spacing) and no paragraph (up to spacing) in two splits: training
+    on a paragraph leaks its answers, and tuning on the questions scored fits the settings to them. Ids name questions
+    within a split alone (each split is predicted, tuned on and scored apart), so splits that number other questions
+    alike (``q1, q2, ...``) pass."""
     for i, (name_a, a) in enumerate(named):
         for name_b, b in named[i + 1 :]:
             shared, contexts = shared_questions_and_contexts(a.examples, b.examples)
