@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import numbers
+import re
 import sys
 from typing import Any, Mapping, Sequence
 
@@ -32,6 +33,8 @@ OWN_ENTRY_HINT = f"install a package with a {PLUGIN_GROUP} entry point (docs/lay
 # How a number option's text is to be written: int() and float() read the decimal digits of every script (``٣`` and a
 # fullwidth ``４`` as 3 and 4) and Unicode's spaces, which no option takes as a number.
 ASCII_NUMBER = "write the number in ASCII digits (0-9)"
+# What argparse reads as a negative number, a value, rather than an option (``--bio-length-prior -0.5``).
+_NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
 RUN_QA_NOTE = ("transformers' run_qa.py names (--model_name_or_path, --max_seq_length, --doc_stride, --n_best_size, "
                "--max_answer_length, --per_device_train_batch_size, --num_train_epochs, --learning_rate, ...) are read "
                "as the options they correspond to")
@@ -62,6 +65,28 @@ def _reads_numbers(value_type: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _value_read_as_an_option(argv: Sequence[str], command: str | None, subparser: argparse.ArgumentParser | None) -> str | None:
+    """One line for the first value that begins with ``-`` where an option takes its first value (``--data -q.json``,
+    a file's name): argparse reads it as an option and answers with its usage and "expected one argument", which says
+    neither which value nor how to give it. A negative number, a text holding a space and an option are as argparse
+    reads them."""
+    if subparser is None:
+        return None
+    options, option = subparser._option_string_actions, None
+    for token in argv[argv.index(command) + 1:]:
+        if token == "--":
+            return None
+        if option is not None and token.startswith("-") and token != "-" and " " not in token and token not in options \
+                and not _NEGATIVE_NUMBER.fullmatch(token):
+            return (f"{token!r} begins with '-', so it reads as an option, not as the value of {option}: write "
+                    f"{option}={token}, or ./{token} for a file")
+        name = token.partition("=")[0]
+        matches = [name] if name in options else [o for o in options if name.startswith("--") and o.startswith(name)]
+        action = options[matches[0]] if len(matches) == 1 and "=" not in token else None
+        option = max(action.option_strings, key=len) if action is not None and action.nargs not in (0, "?", "*") else None
+    return None
+
+
 class EveryUse(argparse.Action):
     """A list option's values from every use of it, in order (``--context A --context B`` is two texts): argparse's
     default keeps the last use alone, dropping what came before without a word. The first use replaces the default."""
@@ -84,6 +109,8 @@ class CommandLineParser(argparse.ArgumentParser):
         unknown = self._first_unknown_option(argv, command, subparser)
         if unknown is not None:  # before argparse, which would first name a required option it then lacks
             self.exit(2, f"error: {self._unknown(unknown, command, subparser)}\n")
+        if dashed := _value_read_as_an_option(argv, command, subparser):
+            self.exit(2, f"error: {dashed}\n")
         parsed, extras = self.parse_known_args(argv, namespace)
         if extras:
             self.exit(2, f"error: {self._unknown(extras[0], command, subparser)}\n")

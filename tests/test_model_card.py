@@ -333,7 +333,7 @@ def test_a_data_set_name_with_markup_stays_inside_its_code_span():
                                    "results": {"bio": {"exact_match": 50.0, "f1": 75.0}}}]}
     config = {"heads": "bio", "bio_length_prior": 1.5, "tuned_on": {"description": hostile, "questions": 2, "content_hash": "c"}}
     text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": "default"}}, evaluation, "m")
-    shown = "``dev`s.json ## Evaluation | `span` | 100.00 | <script>alert(1)</script>``"
+    shown = "``dev`s.json\\n## Evaluation\\n| `span` | 100.00 |\\n<script>alert(1)</script>``"
     assert f"### {shown}\n" in text and f"Tuned on {shown} (2 questions" in text and f"Training questions: {shown} (3" in text
     assert text.count("\n## Evaluation") == 1 and "\n| `span` | 100.00 |" not in text
     card = ModelCard(text)
@@ -413,11 +413,11 @@ def test_a_copied_tuning_record_cannot_break_the_card_out_of_its_line():
                                    "tuned_on": {"description": "dev.json", "questions": hostile},
                                    "results": {"bio": {"exact_match": 50.0, "f1": 75.0}}}]}
     text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": "default"}}, evaluation, "m")
-    shown = "`3  | fake | row | |---|---| <img src=x onerror=alert(1)>\\x1b[2J`"
-    assert f"Tuned on `dev.json` ({shown} questions, content hash ``c` # Pwned``)" in text
-    assert f"Training questions: `train.json` ({shown} questions, hash `h # Pwned`)." in text
+    shown = "`3\\n\\n| fake | row |\\n|---|---|\\n<img src=x onerror=alert(1)>\\x1b[2J`"
+    assert f"Tuned on `dev.json` ({shown} questions, content hash ``c`\\n# Pwned``)" in text
+    assert f"Training questions: `train.json` ({shown} questions, hash `h\\n# Pwned`)." in text
     assert text.count(f"{shown} questions") == 4
-    assert "| no-answer threshold `bio # Pwned` | 0.5000 |" in text and "| multi-span answers, `bio \\| fake \\| row \\|`: " in text
+    assert "| no-answer threshold `bio\\n# Pwned` | 0.5000 |" in text and "| multi-span answers, `bio\\n\\| fake \\| row \\|`: " in text
     lines = text.splitlines()
     assert "# Pwned" not in lines and "| fake | row |" not in lines and "\x1b" not in text
     assert model_card.render_model_card({**config, "tuned_on": {"description": "d", "questions": 5, "content_hash": "abc"}},

@@ -246,7 +246,7 @@ def test_an_evaluation_record_of_a_plug_in_decoding_of_any_name_loads_and_its_ca
     TrainedModel.load(folder)
     card = write_model_card(folder).read_text(encoding="utf-8")
     assert "| `décodage` | 100.00 |" in card and "| `span k=5` | 100.00 |" in card
-    assert "| ``a\\|b `c` d`` | 100.00 |" in card  # one row: the pipe escaped, the backticks fenced, the break a space
+    assert "| ``a\\|b `c`\\nd`` | 100.00 |" in card  # one row: the pipe escaped, the backticks fenced, the break written as Python writes it
 
 
 def test_a_run_record_that_is_no_json_is_refused_in_one_line(saved_model, tmp_path):

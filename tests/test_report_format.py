@@ -358,10 +358,10 @@ def test_a_data_file_name_with_a_line_break_opens_no_block(report_name):
     page = markdown_to_html(markdown)
     for tag in ("<h2", "<h3", "<table", "<pre"):  # before: the fence took in every section after the evaluation's line
         assert page.count(tag) == plain.count(tag), tag
-    assert "- Evaluation: dev \\`\\`\\` .json: " in markdown
+    assert "- Evaluation: dev\\\\n\\`\\`\\`\\\\n.json: " in markdown  # each line break as Python writes it, not a space
     # the path fenced by more backticks than it holds: one backtick ended its code span at the first of its own
-    assert "````earlier ``` /report.json```` (`--cells-from`; its comparison of 2026-01-01 # Scores," in markdown
-    assert not parts or "### part # Scores \\`\\`\\` (" in markdown
+    assert "````earlier\\n```\\n/report.json```` (`--cells-from`; its comparison of 2026-01-01\\\\n# Scores," in markdown
+    assert not parts or "### part\\\\u2028# Scores\\\\n\\`\\`\\` (" in markdown
 
 
 def test_a_data_file_name_with_markup_or_terminal_controls_shows_as_its_characters():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import sys
 import warnings
@@ -13,7 +12,7 @@ from typing import Iterator, Mapping
 
 from ..errors import ConfigError, ModelFormatError, command_line_text
 from ..data.sources import default_data_dir
-from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
+from ..io import check_folder_target, check_library_path, check_outputs_apart, names_a_pattern, printable_line
 from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
@@ -121,7 +120,7 @@ def _check_starting_points(config, names: list[str]) -> None:
         train = run.train
         key = "init_from" if train.init_from else "encoder"
         source = (train.init_from, train.revision) if train.init_from else (train.encoder, train.encoder_revision)
-        if source in checked or (train.init_from and glob.has_magic(train.init_from)):
+        if source in checked or names_a_pattern(train.init_from):
             continue
         checked.add(source)
         try:

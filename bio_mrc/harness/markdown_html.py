@@ -11,6 +11,7 @@ import re
 from typing import Callable
 
 from ..io import printable_line
+from ..markdown_code import one_line
 from .markdown_inline import ImageSource, inline_html, no_image
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")  # closing #s are stripped apart, in linear time (_heading_text)
@@ -103,10 +104,12 @@ _MARKUP = re.compile(r"([\\`*_\[\]<>&~])")  # what starts code, emphasis, a link
 
 
 def literal_text(text: str) -> str:
-    """Text shown as it is within one line of Markdown (a data file's name): :func:`line_text`, and a backslash before
-    each character that would start markup, so ``<img src=x onerror=...>``, ``[x](javascript:...)`` or ``*a*`` in a
-    file's name shows as those characters in any Markdown reader rather than as HTML, a link or emphasis."""
-    return _MARKUP.sub(r"\\\1", line_text(text))
+    """Text shown as it is within one line of Markdown (a data file's name): its line breaks and control characters
+    as Python writes them (:func:`~bio_mrc.markdown_code.one_line`: ``a\\nb.json``, not another file's ``a b.json``),
+    and a backslash before each character that would start markup, so ``<img src=x onerror=...>``,
+    ``[x](javascript:...)`` or ``*a*`` in a file's name shows as those characters in any Markdown reader rather than as
+    HTML, a link or emphasis."""
+    return _MARKUP.sub(r"\\\1", one_line(text))
 
 
 def _starts_block(line: str) -> bool:

@@ -14,7 +14,7 @@ from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
 from ..json_syntax import json_value
-from ..io import written_alone
+from ..io import names_a_pattern, written_alone
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
@@ -114,8 +114,9 @@ def same_starting_point(record: dict, config: TrainConfig) -> bool:
 def resolve_init_from(init_from: str | None) -> str | None:
     """The model a run continues from: a folder, or a glob pattern that matches exactly one complete
     model (another comparison's, e.g. ``runs/learning-curve/models/joint-all-seed42-*``, whose key
-    suffix changes with its options). The key of the new model names the folder found."""
-    if init_from is None or not glob.has_magic(init_from):
+    suffix changes with its options). The key of the new model names the folder found. A folder of the very name
+    (``reader [v1]``) is that folder, not a pattern (:func:`~bio_mrc.io.names_a_pattern`)."""
+    if not names_a_pattern(init_from):
         return init_from
     complete = sorted(path for path in glob.glob(init_from) if load_run_record(path) is not None)
     if len(complete) != 1:
@@ -150,7 +151,7 @@ def check_model_sources(
         except ConfigError as err:
             raise ConfigError(f"{where}.training_args: {err}") from None
         init_from = run.train.init_from
-        if init_from and glob.has_magic(init_from) and Path(init_from).parent.resolve() == own:
+        if names_a_pattern(init_from) and Path(init_from).parent.resolve() == own:
             check_not_from_itself(run, (seeds or (lambda r: list(r.seeds or ())))(run), init_from, where)
             continue
         try:

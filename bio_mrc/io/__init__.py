@@ -3,7 +3,8 @@ listed before it:
 
 * :mod:`.printable`: JSON and text for a terminal, every control character escaped (:func:`printable_json`,
   :func:`printable_line`);
-* :mod:`.paths`: output paths checked before any work, and names libraries reach as Python does;
+* :mod:`.paths`: output paths checked before any work, names libraries reach as Python does, and whether a name
+  is a glob pattern or a file's own;
 * :mod:`.write_errors`: a full disk or a refused write under a folder as one line naming it (:func:`writes_named`);
 * :mod:`.owned_paths`: the one helper every delete and rename goes through (inside the output folder, never through a
   symbolic link);
@@ -21,7 +22,7 @@ from ..errors import OutputError
 from .printable import json_with_controls_escaped, printable_json, printable_line
 from .paths import (
     NAME_MAX, broken_link, check_file_target, check_folder_target, check_library_path, check_name_lengths,
-    check_writable_folder, home_expanded, non_utf8_byte, special_file_kind
+    check_writable_folder, home_expanded, names_a_pattern, non_utf8_byte, special_file_kind
 )
 from .write_errors import TORCH_WRITE_FAILURES, file_size_limit, is_write_failure, writes_named
 from .owned_paths import UnsafePathError, open_no_follow, owned_path, plain_name, remove_file, remove_tree, replace_file
@@ -45,7 +46,7 @@ __all__ = [
     "atomic_writer", "atomic_writers", "broken_link", "check_file_target", "check_folder_free", "check_folder_target",
     "check_library_path", "check_name_lengths", "check_outputs_apart", "check_set_files", "check_writable_folder",
     "file_sha256", "file_size_limit", "files_state", "finish_file_set", "fsync_dir", "home_expanded", "is_temporary_of", "is_write_failure",
-    "json_with_controls_escaped", "non_utf8_byte", "note_set_files", "open_no_follow", "owned_path", "plain_name",
+    "json_with_controls_escaped", "names_a_pattern", "non_utf8_byte", "note_set_files", "open_no_follow", "owned_path", "plain_name",
     "prepare_output", "printable_json", "printable_line", "read_in_one_state", "remove_file", "remove_temporaries_of",
     "remove_tree", "replace_all", "replace_file", "replaced_together", "set_entries", "signals_held", "sole_process_in",
     "sole_writer", "special_file_kind", "staged_folder", "updated_alone", "usual_file_mode", "writes_named",

@@ -1,9 +1,10 @@
 """Output paths checked before any work (names a file system takes, no folder or device in a file's place, a writable
-folder on the way) and names libraries reach as Python does."""
+folder on the way), names libraries reach as Python does, and whether a name is a glob pattern or a file's own."""
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import stat
 import sys
@@ -23,6 +24,18 @@ def home_expanded(path: Any) -> Any:
     if isinstance(path, os.PathLike) and os.fspath(path).startswith("~"):
         return Path(path).expanduser()
     return path
+
+
+def names_a_pattern(path: str | None) -> bool:
+    """Whether ``path`` is a glob pattern to match files by: it holds ``*``, ``?`` or ``[`` and no file or folder has
+    its very name (a folder named ``a[1]b`` or ``a?b`` is that folder, which the pattern would miss or match with
+    others)."""
+    if not path or not glob.has_magic(path):
+        return False
+    try:
+        return not os.path.lexists(path)
+    except (OSError, ValueError):  # a name too long for a path, or holding a NUL: no file
+        return True
 
 
 # A file name's longest length in bytes on common file systems (ext4, XFS, APFS, NTFS in UTF-16 units); an
