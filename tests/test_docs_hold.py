@@ -2,7 +2,9 @@
 the line ``bio-mrc`` prints for it, word for word, as is each problem it quotes for a bad file or config; the
 ``TrainingArguments`` values docs/training.md names as the package's own are the ones it sets, on a CPU and on a CUDA
 GPU (and the fields it owns are the ones it refuses); the signature and limit docs/calibration.md gives are
-tune_model's and the fingerprint's."""
+tune_model's and the fingerprint's; the pipeline's answer-length default and what an answers line adds to
+``Prediction.to_dict()`` are those the pages give, each ``bio_mrc.…(...)`` call a page quotes names the function's own
+parameters, and no page says a paragraph twice."""
 
 from __future__ import annotations
 
@@ -277,3 +279,91 @@ def test_multispan_md_names_the_functions_that_weigh_data_sets_alike():
     named = set(re.findall(r"`([a-z_]+)`", section)) - {"data_sets"}
     assert {"tune_settings", "tune_for_model"} <= named
     assert named - _called_names() == set()
+
+
+def test_pipeline_md_gives_the_answer_length_limit_the_pipeline_reads():
+    """The pipeline's ``max_answer_len`` left out is the limit saved with the model (what its training answers fit, at
+    least 30), as ``--max-answer-length`` is: the page said 30, which a model trained on longer answers does not use."""
+    import inspect
+
+    from bio_mrc.decoding.postprocess import DecodeConfig, with_saved_settings
+    from bio_mrc.inference.pipeline import BioMrcQuestionAnsweringPipeline
+    from bio_mrc.model_defaults import MAX_ANSWER_LENGTH
+
+    text = (DOCS / "pipeline.md").read_text(encoding="utf-8")
+    stated = [re.search(r"`max_answer_len=` \(tokens; [^;]*; default ([^)]*)\)", text),
+              re.search(r"`max_answer_len` defaults to (.*?), not 15", text)]
+    assert all(stated), "pipeline.md no longer says what max_answer_len defaults to"
+    stated = [found.group(1) for found in stated]
+    assert all("the limit saved with the model" in default and f"at least {MAX_ANSWER_LENGTH}" in default for default in stated), stated
+    assert inspect.signature(BioMrcQuestionAnsweringPipeline.postprocess).parameters["max_answer_len"].default is None
+    assert with_saved_settings(DecodeConfig(), None, 45).max_answer_length == 45
+    assert with_saved_settings(DecodeConfig(), None, None).max_answer_length == MAX_ANSWER_LENGTH
+
+
+def test_prediction_md_names_what_an_answers_line_adds_to_a_predictions_dict():
+    """``Prediction.to_dict()`` is an answers stream line without the keys the page names: it named ``decoding`` alone,
+    while the line also gives the answer's ``start`` and ``end`` (and a multi-span answer's ``answers``)."""
+    from bio_mrc.inference.files import answer_record
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    text = (DOCS / "prediction.md").read_text(encoding="utf-8")
+    stated = re.search(r"a `Prediction`'s is a line of `predict`'s answers stream without its (.*?)\); ", text)
+    assert stated, "prediction.md no longer says how to_dict() differs from an answers line"
+    prediction = Prediction(id="q1", spans=[AnswerSpan(text="Ada", start=0, end=3, score=1.0)], no_answer_score=0.0)
+    added = set(answer_record(prediction, "joint", multi_span=True)) - set(prediction.to_dict())
+    assert set(re.findall(r"`(\w+)`", stated.group(1))) == added
+
+
+def _prose_paragraphs(page: Path) -> list[str]:
+    """A page's paragraphs outside code blocks, headings and tables, each on one line."""
+    text = re.sub(r"^```.*?^```[^\n]*$", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith(("#", "|", "<!--"))]
+
+
+@pytest.mark.parametrize("page", [DOCS.parent / "README.md", *sorted(DOCS.glob("*.md"))], ids=lambda page: page.name)
+def test_no_page_says_a_paragraph_twice(page):
+    """data.md held its paragraph on answers without answer_start twice, the second an older wording of the first."""
+    openings: dict[str, int] = {}
+    for number, paragraph in enumerate(_prose_paragraphs(page)):
+        opening = paragraph[:160]
+        assert len(opening) < 160 or opening not in openings, f"{page.name} says a paragraph twice: {opening[:80]!r}…"
+        openings[opening] = number
+
+
+def _quoted_calls() -> list[tuple[str, str, str]]:
+    """``(page, function's dotted name, its arguments)`` of each ``bio_mrc.….name(arguments)`` a page quotes in code."""
+    pages = [DOCS.parent / "README.md", *sorted(DOCS.glob("*.md"))]
+    return [(page.name, m.group(1), m.group(2)) for page in pages
+            for m in re.finditer(r"`(bio_mrc(?:\.\w+)+)\(([^`]*?)\)`", page.read_text(encoding="utf-8"))]
+
+
+def _function(dotted: str):
+    import importlib
+
+    module, _, name = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError:  # a method: module.Class.name
+        module, _, owner = module.rpartition(".")
+        return getattr(getattr(importlib.import_module(module), owner), name)
+
+
+def test_quoted_calls_name_the_functions_own_parameters():
+    """A call a page quotes, ``bio_mrc.qa_checkpoints.span_model_from_qa_model(model, tokenizer)``, names its arguments
+    as the function does, in its order: that function's first parameter is ``source``, so ``model=`` was a TypeError."""
+    import inspect
+
+    calls = _quoted_calls()
+    assert len(calls) >= 10, "the pages lost their quoted calls"
+    wrong = []
+    for page, dotted, arguments in calls:
+        parameters = inspect.signature(_function(dotted)).parameters
+        call = ast.parse(f"f({arguments.replace('*, ', '').replace('...', 'None')})", mode="eval").body
+        positional = [name for name, p in parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+        named = [(position, argument.id) for position, argument in enumerate(call.args) if isinstance(argument, ast.Name)]
+        wrong += [f"{page}: {dotted}({arguments}) names {name!r} where the function has {positional[position:position + 1]}"
+                  for position, name in named if positional[position:position + 1] != [name]]
+        wrong += [f"{page}: {dotted}({arguments}) names {keyword.arg!r}, no parameter of it"
+                  for keyword in call.keywords if keyword.arg not in parameters]
+    assert not wrong, wrong
