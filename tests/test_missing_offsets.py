@@ -145,6 +145,23 @@ def test_a_missing_start_is_never_found_inside_a_user_perceived_character(tmp_pa
             assert context[span[0]:span[1]] == text and span[0] == context.rindex(text)
 
 
+@pytest.mark.parametrize("context, text, cut", [
+    (unicodedata.normalize("NFD", "Le café est ouvert."), "cafe", "e\u0301"),  # a letter from its accent
+    ("Rollo 👍🏽 ok", "👍", "👍🏽"),  # an emoji from its skin tone
+    (unicodedata.normalize("NFD", "학생"), unicodedata.normalize("NFD", "하"), unicodedata.normalize("NFD", "학")),
+])
+def test_a_text_found_only_inside_a_longer_character_is_refused_saying_so(tmp_path, context, text, cut):
+    """Not "once both are in one Unicode normalisation form", which no form makes true of "👍" in "👍🏽": the line
+    names the character the text is part of, with or without a start to relocate."""
+    at = context.index(text)
+    for k, start in enumerate((None, at + 2)):
+        path = write_official(tmp_path, official(asked("q1", {"text": text, "answer_start": start}), context=context), f"{k}.json")
+        with pytest.raises(DataFormatError) as info:
+            load_squad(path, fix_offsets=True)
+        assert f"as a whole: it occurs only as part of a longer character (at {at}, inside {json.dumps(cut, ensure_ascii=False)})" in info.value.problem
+        assert "normalisation" not in info.value.problem
+
+
 @pytest.mark.parametrize("context, text, start, cut", [
     (unicodedata.normalize("NFD", "Le café est ouvert."), "cafe", 3, "e\u0301"),  # a letter from its accent
     ("Rollo 👍🏽 ok", "👍", 6, "👍🏽"),  # an emoji from its skin tone
