@@ -46,6 +46,7 @@ from .guards import PARSED_BODY, BodyGuard, names_json, off_loop, read_utf8_json
 from .open_requests import OpenRequestLimit, OpenRequests
 from .operator_log import tell_operator
 from .request_head import RequestHeadGuard
+from .responses import declared_refusals
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
@@ -54,23 +55,6 @@ MAX_LOCATION_CHARS = 200  # a problem's location (a field's name) is cut to this
 NEAR_PATH = 0.6  # how alike a path unknown and one served must be (difflib's ratio) for a 404 to suggest it
 STOPPING = ("the server is stopping: this request's questions not yet answered were dropped; send it again (to "
             "another server, or to this one once it is back)")
-_REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
-    (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
-          "integer of more than 32 digits; the Host header names another server; or the request asks for a WebSocket, "
-          "which the server does not speak"),
-    (408, "the body was not all sent within the time the server gives a request: send it at once"),
-    (413, "more questions than the server answers in one request (GET /health: limits.max_batch_size), or a body "
-          "longer than any valid request"),
-    (415, "a body not sent as JSON (its content-type is not application/json, or there is none), or sent in a "
-          "content-encoding the server does not decode (gzip): send it uncompressed"),
-    (417, "an Expect header asking for more than 100-continue"),
-    (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
-          "heads the model lacks"),
-    (503, "the server holds as many requests, bodies or connections as it takes at once, or it is stopping: try "
-          "again (Retry-After)"),
-    (504, "the request took longer than the time the server gives a request: send fewer or shorter questions"),
-    (505, "an HTTP version other than 1.0 and 1.1: send HTTP/1.1"),
-)}
 
 
 def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, name: str | None = None) -> FastAPI:
@@ -93,7 +77,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     app.state.open_requests = OpenRequests(config.max_concurrent_requests)
     _add_refusals(app, config)
 
-    @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
+    @app.post("/answer", response_model=AnswerResponse, responses=declared_refusals(reads_body=True), summary="answer questions from their contexts")
     async def answer(body: AnswerRequest, request: Request) -> Response:
         extractor, scheduler = request.app.state.extractor, request.app.state.scheduler
         documents = asks_over_documents(body.question, body.context)
@@ -123,7 +107,8 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
                    for prediction, question in zip(predictions, [example.question for example in examples])]
         return pydantic_json(AnswerResponse(model=name, decoding=decoding, results=results))
 
-    @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
+    @app.get("/health", response_model=Health, responses=declared_refusals(reads_body=False),
+             summary="the model that answers, its card, the limits")
     async def health(request: Request) -> Response:
         state = request.app.state
         return pydantic_json(Health(model=name, backend=state.extractor.trained.backend, card=card, limits=limits,

@@ -8,7 +8,7 @@ always abstain) is written as the string ``"Infinity"`` or ``"-Infinity"``; JSON
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
 from .. import registry
@@ -44,6 +44,13 @@ def _span_probability_help() -> str:
     return f"with multi_span, the span's own probability, which the span-count rule keeps it by ({meanings}); null otherwise"
 
 
+def as_integer(value: Any) -> Any:
+    """A JSON number of no fraction (``2.0``, ``1e0``) as the integer it is, as JSON Schema's ``integer`` reads it (a
+    JavaScript client writes 2 and 2.0 alike); any other value as it is, for the field's strict check to refuse
+    (``2.5``, ``"2"``, ``true``). JSON has one kind of number: 2.0 is the integer 2 (RFC 8259, JSON Schema)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 class AnswerOptions(BaseModel):
     """How to answer: the decoding (its choices are the registry's, read when a server's request model is made:
     :func:`answer_request_model`), one span or several, how many alternatives, when to stay silent."""
@@ -52,7 +59,7 @@ class AnswerOptions(BaseModel):
 
     decoding: str = Field(AUTO, description=_DECODING_HELP)
     multi_span: StrictBool = Field(False, description=_multi_span_help())
-    top_k: int = Field(1, ge=1, le=MAX_TOP_K, strict=True, description=(
+    top_k: Annotated[int, BeforeValidator(as_integer)] = Field(1, ge=1, le=MAX_TOP_K, strict=True, description=(
         "how many alternative single spans to return, best first (with multi_span: 1); with multi_span over several "
         "documents, how many of their spans (not given: every one)"))
     threshold: float | None = Field(None, ge=0.0, le=1.0, strict=True, allow_inf_nan=False, description=_THRESHOLD_HELP)
@@ -69,8 +76,8 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
     """The ``POST /answer`` body under ``config``'s limits: the options above, the decodings registered now
     and the texts."""
     decodings = Literal[registry.decoding_choices()]  # type: ignore[valid-type]
-    questions = one_or_several(text_type("question", config.max_question_chars))
-    contexts = one_or_several(text_type("context", config.max_context_chars))
+    questions = one_or_several(text_type("question", config.max_question_chars), config.max_batch_size)
+    contexts = one_or_several(text_type("context", config.max_context_chars), config.max_batch_size)
 
     class AnswerRequest(AnswerOptions):
         """One question (strings) or a batch (lists); one context may serve every question of a batch."""
@@ -107,12 +114,14 @@ def readable_text(what: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-def one_or_several(text: Any) -> Any:
-    """A string, or a non-empty list of strings, of the type ``text``; anything else is refused in one error."""
+def one_or_several(text: Any, most: int) -> Any:
+    """A string, or a non-empty list of strings, of the type ``text``; anything else is refused in one error. The
+    OpenAPI page shows the list's ``most`` items, which the app refuses past (413) before the schema is checked
+    (:func:`~bio_mrc.serving.app.refused_too_many`)."""
     def kind(value: Any) -> str | None:
         return ONE if isinstance(value, str) else SEVERAL if isinstance(value, list) else None
 
-    branches = Union[Annotated[text, Tag(ONE)], Annotated[list[text], Field(min_length=1), Tag(SEVERAL)]]
+    branches = Union[Annotated[text, Tag(ONE)], Annotated[list[text], Field(min_length=1, json_schema_extra={"maxItems": most}), Tag(SEVERAL)]]
     return Annotated[branches, Discriminator(kind, custom_error_type="text_or_texts",
                                              custom_error_message="Input should be a string or a list of strings")]
 
