@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import numbers
-import re
 import sys
 from typing import Any, Mapping, Sequence
 
@@ -33,8 +32,6 @@ OWN_ENTRY_HINT = f"install a package with a {PLUGIN_GROUP} entry point (docs/lay
 # How a number option's text is to be written: int() and float() read the decimal digits of every script (``٣`` and a
 # fullwidth ``４`` as 3 and 4) and Unicode's spaces, which no option takes as a number.
 ASCII_NUMBER = "write the number in ASCII digits (0-9)"
-# What argparse reads as a negative number, a value, rather than an option (``--bio-length-prior -0.5``).
-_NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
 RUN_QA_NOTE = ("transformers' run_qa.py names (--model_name_or_path, --max_seq_length, --doc_stride, --n_best_size, "
                "--max_answer_length, --per_device_train_batch_size, --num_train_epochs, --learning_rate, ...) are read "
                "as the options they correspond to")
@@ -68,23 +65,30 @@ def _reads_numbers(value_type: Any) -> bool:
 def _value_read_as_an_option(argv: Sequence[str], command: str | None, subparser: argparse.ArgumentParser | None) -> str | None:
     """One line for the first value that begins with ``-`` where an option takes its first value (``--data -q.json``,
     a file's name): argparse reads it as an option and answers with its usage and "expected one argument", which says
-    neither which value nor how to give it. A negative number, a text holding a space and an option are as argparse
-    reads them."""
+    neither which value nor how to give it. A negative number (as this Python's argparse reads one), a text holding a
+    space and an option are as argparse reads them; a number is told to be given with ``=`` alone."""
     if subparser is None:
         return None
-    options, option = subparser._option_string_actions, None
+    options, taking = subparser._option_string_actions, None
     for token in argv[argv.index(command) + 1:]:
         if token == "--":
             return None
-        if option is not None and token.startswith("-") and token != "-" and " " not in token and token not in options \
-                and not _NEGATIVE_NUMBER.fullmatch(token):
-            return (f"{token!r} begins with '-', so it reads as an option, not as the value of {option}: write "
-                    f"{option}={token}, or ./{token} for a file")
-        name = token.partition("=")[0]
+        name = token.partition("=")[0]  # an option, its prefix or either with =VALUE: an option, its value missing
         matches = [name] if name in options else [o for o in options if name.startswith("--") and o.startswith(name)]
+        if taking is not None and not matches and token.startswith("-") and token != "-" and " " not in token \
+                and not _negative_number(subparser, token):
+            option = max(taking.option_strings, key=len)
+            file = "" if _reads_numbers(taking.type) else f", or ./{token} for a file"
+            return f"{token!r} begins with '-', so it reads as an option, not as the value of {option}: write {option}={token}{file}"
         action = options[matches[0]] if len(matches) == 1 and "=" not in token else None
-        option = max(action.option_strings, key=len) if action is not None and action.nargs not in (0, "?", "*") else None
+        taking = action if action is not None and action.nargs not in (0, "?", "*") else None
     return None
+
+
+def _negative_number(parser: argparse.ArgumentParser, token: str) -> bool:
+    """Whether ``parser``'s argparse reads ``token`` as a negative number, a value (``--bio-length-prior -0.5``): by its
+    own pattern, which Python versions widen (``-1e-3``), and only where no option of its looks like one."""
+    return bool(parser._negative_number_matcher.match(token)) and not parser._has_negative_number_optionals
 
 
 class EveryUse(argparse.Action):

@@ -15,7 +15,7 @@ import pickle
 
 import pytest
 
-from bio_mrc.data.squad import load_squad
+from bio_mrc.data.squad import SquadFile, load_squad
 from bio_mrc.inference import AnswerExtractor
 from bio_mrc.types import AnswerSpan, DocumentAnswer, Example, Prediction, RankedAnswers
 
@@ -149,6 +149,8 @@ def test_a_loaded_file_shows_its_size_not_its_questions():
     assert shown == f"SquadFile({str(SAMPLE_V1)!r}, {len(data.examples)} questions, version='1.1', format='squad')"
     assert data.examples[0].context not in shown
     assert pickle.loads(pickle.dumps(data)).examples == data.examples
+    one = SquadFile([data.examples[0]], "1.1", "one.json", "squad")
+    assert repr(one) == "SquadFile('one.json', 1 question, version='1.1', format='squad')"  # not "1 questions"
 
 
 @pytest.mark.parametrize("call", ["a batch", "several documents", "several spans"])

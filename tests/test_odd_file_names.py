@@ -4,6 +4,7 @@ that folder, a name that begins with ``-`` is refused in one line that says how 
 ``\\n`` wherever a name is shown, never as a space or a second line."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -26,6 +27,17 @@ def test_a_model_folder_named_like_a_pattern_is_that_folder(trained_dir, tmp_pat
     shutil.copytree(trained_dir, tmp_path / "a-b")
     assert resolve_init_from(str(folder)) == str(folder)
     assert resolve_init_from(str(tmp_path / "a-*")) == str(tmp_path / "a-b")  # a pattern still matches its one model
+
+
+@pytest.mark.parametrize("folder", ["exp [1]", "exp?", "a*b", "r[0-9]"])
+def test_a_pattern_under_a_folder_named_like_a_pattern_matches_in_that_folder(trained_dir, tmp_path, monkeypatch, folder):
+    """A pattern's folders that are there by their very names are those folders: ``exp [1]/models/joint-*`` read
+    ``[1]`` as the one character ``1`` and matched no model."""
+    model = shutil.copytree(trained_dir, tmp_path / folder / "models" / "joint-seed1-abc")
+    shutil.copytree(trained_dir, tmp_path / "exp 1" / "models" / "joint-seed1-abc")  # what [1] matches, as a pattern
+    assert resolve_init_from(str(tmp_path / folder / "models" / "joint-seed1-*")) == str(model)
+    monkeypatch.chdir(tmp_path / folder)
+    assert resolve_init_from("models/joint-*") == "models/joint-seed1-abc"
 
 
 @pytest.mark.slow
@@ -80,6 +92,46 @@ def test_a_dash_name_given_with_equals_or_a_path_and_a_negative_number_are_value
 
     args = build_parser().parse_args(argv)
     assert args.data.endswith("-questions.json") and args.bio_length_prior < 0
+
+
+@pytest.mark.parametrize(
+    "argv, option, value",
+    [
+        (["predict", "--model", "m", "--data", "q.json", "--output", "o.json", "--bio-length-prior", "-1e-3"], "--bio-length-prior", "-1e-3"),
+        (["predict", "--model", "m", "--data", "q.json", "--output", "o.json", "--bio-length-prior", "-inf"], "--bio-length-prior", "-inf"),
+        (["train", "--train", "t.json", "--output-dir", "m", "--seed", "-1_0"], "--seed", "-1_0"),
+    ],
+)
+def test_a_number_argparse_reads_as_an_option_is_told_to_be_given_with_equals_alone(argv, option, value, capsys):
+    """A number is no file: the line said "or ./-1e-3 for a file", which gives the option no number."""
+    with pytest.raises(SystemExit):
+        main(argv)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{option}={value}" in err and "./" not in err
+
+
+@pytest.mark.parametrize("then", [["--outp", "o.json"], ["--output=o.json"], ["--outp=o.json"], ["--he"]])
+def test_an_option_after_an_option_that_lacks_its_value_is_the_option_argparse_reads(then, capsys):
+    """``--data --outp o.json`` lacks the value of --data: the line told to write ``--data=--outp`` (``--data=--output=o.json``),
+    an option's prefix, or an option given with ``=``, taken for a file's name."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["predict", "--model", "m", "--data", *then])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "begins with '-'" not in err and "--data=" not in err
+    assert "argument --data: expected one argument" in err
+
+
+def test_a_negative_number_is_a_value_wherever_the_parsers_argparse_reads_it_as_one(monkeypatch):
+    """The check reads negative numbers as the parser's argparse does (later Pythons read ``-1e-3`` as a number): a
+    number that argparse takes as a value was refused before argparse saw it."""
+    from bio_mrc.cli.parser import build_parser
+
+    parser = build_parser()
+    for action in parser._actions:
+        for sub in (action.choices or {}).values() if isinstance(action.choices, dict) else ():
+            monkeypatch.setattr(sub, "_negative_number_matcher", re.compile(r"^-\d[\d_]*(\.\d[\d_]*)?([eE][+-]?\d[\d_]*)?$"))
+    args = parser.parse_args(["predict", "--model", "m", "--data", "q.json", "--output", "o.json", "--bio-length-prior", "-1e-3"])
+    assert args.bio_length_prior == -1e-3
 
 
 @pytest.mark.parametrize("name", ODD_NAMES)

@@ -151,7 +151,19 @@ def test_earlier_files_a_stop_left_listed_once_the_new_set_was_in_go_with_the_ne
     assert contents(out) == contents(tmp_path / "fresh")
 
 
-@pytest.mark.parametrize("listed", ["[1, 2]", '{"p.span.json": 3}', '{"../p.span.json": "00"}', '{"x.span.json": "00"}', "{"])
+@pytest.mark.parametrize(
+    "listed",
+    [
+        "[1, 2]",
+        '{"p.span.json": 3}',
+        '{"../p.span.json": "00"}',
+        '{"x.span.json": "00"}',
+        "{",
+        '{"p.span.answers.jsonl": "%s"}' % ("0" * 64),  # the answers stream of the output p.span.json
+        '{"p.v2.answers.files.json": "%s"}' % ("0" * 64),  # the list of the output p.v2.json
+        '{"p.span.answers.partial.run.json": "%s"}' % ("0" * 64),
+    ],
+)
 def test_a_list_of_files_predict_did_not_write_is_refused_before_the_model_loads(trained_dir, tmp_path, monkeypatch, capsys, listed):
     from bio_mrc.inference import TrainedModel
 
@@ -163,6 +175,48 @@ def test_a_list_of_files_predict_did_not_write_is_refused_before_the_model_loads
     assert line.startswith("error: ") and "no list of the files bio-mrc predict wrote" in line
     assert line.endswith(f"(in {tmp_path / 'p.answers.files.json'})")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["p.answers.files.json", "p.span.json"]
+
+
+def test_a_rerun_keeps_the_files_another_output_in_the_folder_lists_alike(trained_dir, tmp_path):
+    """``p.json`` with two decodings writes ``p.span.json``, the very name of the output ``p.span.json``, whose run wrote
+    it byte for byte alike: the rerun of ``p.json`` removed the other output's files, which its list names."""
+    assert predict(trained_dir, tmp_path / "p.json", "--decoding", "span", "bio") == 0
+    assert predict(trained_dir, tmp_path / "p.span.json", "--decoding", "span") == 0
+    other = json.loads((tmp_path / "p.span.answers.files.json").read_text(encoding="utf-8"))
+    assert sorted(other) == ["p.span.json", "p.span.na_probs.json", "p.span.nbest.json"]
+    kept = {name: (tmp_path / name).read_bytes() for name in other}
+    assert predict(trained_dir, tmp_path / "p.json", "--decoding", "bio") == 0
+    assert {name: (tmp_path / name).read_bytes() for name in other} == kept
+    assert not (tmp_path / "p.bio.json").exists() and json.loads((tmp_path / "p.answers.files.json").read_text(encoding="utf-8")).keys() == set(
+        decoding_files("bio")
+    )
+
+
+def test_a_list_naming_the_data_is_refused_before_the_model_loads_and_the_data_stays(trained_dir, tmp_path, monkeypatch, capsys):
+    from bio_mrc.inference import TrainedModel
+
+    data = tmp_path / "p.dev.json"
+    data.write_bytes(SAMPLE_V1.read_bytes())
+    (tmp_path / "p.answers.files.json").write_text(json.dumps({"p.dev.json": file_sha256(data)}), encoding="utf-8")
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    assert predict(trained_dir, tmp_path / "p.json", "--decoding", "bio", data=data) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "no list of the files bio-mrc predict wrote" in line and "p.dev.json" in line and "the data" in line
+    assert data.read_bytes() == SAMPLE_V1.read_bytes()
+
+
+def test_predict_to_files_refuses_a_list_naming_its_data(trained_dir, tmp_path):
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.inference import StreamPlan, TrainedModel, predict_to_files
+
+    data = tmp_path / "p.dev.json"
+    data.write_bytes(SAMPLE_V1.read_bytes())
+    (tmp_path / "p.answers.files.json").write_text(json.dumps({"p.dev.json": file_sha256(data)}), encoding="utf-8")
+    trained = TrainedModel.load(trained_dir, precision="fp32")
+    with pytest.raises(DataFormatError, match="the data"):
+        predict_to_files(trained, load_squad(data).examples, StreamPlan(("bio",)), tmp_path / "p.json", source=str(data))
+    assert data.read_bytes() == SAMPLE_V1.read_bytes() and not (tmp_path / "p.answers.jsonl").exists()
 
 
 def many_questions(path: Path, copies: int) -> Path:

@@ -33,7 +33,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     outputs = [check_file_target(path) for path in prediction_outputs(output, args.decoding)]
     check_outputs_apart(outputs, [args.data], [args.model])
     if output != "-":
-        read_file_list(output)  # an earlier run's list of its files: one predict did not write is refused before any work
+        read_file_list(output, [args.data])  # an earlier run's list of its files: one predict did not write is refused before any work
     decode = decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     # rank 0 holds the answers file from here: a second predict into it is refused before it reads data or a model

@@ -49,7 +49,7 @@ class SquadFile:
         characters of context): ``SquadFile('dev.json', 10570 questions, version='1.1', format='squad')``."""
         left = "".join(f", {name}={len(value)}" for name, value in
                        (("skipped", self.skipped), ("fixed_offsets", self.fixed_offsets), ("found_offsets", self.found_offsets)) if value)
-        return (f"SquadFile({self.source!r}, {len(self.examples)} questions, version={self.version!r}, "
+        return (f"SquadFile({self.source!r}, {counted(len(self.examples), 'question')}, version={self.version!r}, "
                 f"format={self.format!r}{left})")
 
     def gold_texts(self) -> dict[str, list[str]]:

@@ -14,7 +14,7 @@ from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
 from ..json_syntax import json_value
-from ..io import names_a_pattern, written_alone
+from ..io import folders_escaped, names_a_pattern, written_alone
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
@@ -115,10 +115,11 @@ def resolve_init_from(init_from: str | None) -> str | None:
     """The model a run continues from: a folder, or a glob pattern that matches exactly one complete
     model (another comparison's, e.g. ``runs/learning-curve/models/joint-all-seed42-*``, whose key
     suffix changes with its options). The key of the new model names the folder found. A folder of the very name
-    (``reader [v1]``) is that folder, not a pattern (:func:`~bio_mrc.io.names_a_pattern`)."""
+    (``reader [v1]``) is that folder, not a pattern (:func:`~bio_mrc.io.names_a_pattern`), and so is a folder of the
+    pattern's way there (``exp [1]/models/joint-*``)."""
     if not names_a_pattern(init_from):
         return init_from
-    complete = sorted(path for path in glob.glob(init_from) if load_run_record(path) is not None)
+    complete = sorted(path for path in glob.glob(folders_escaped(init_from)) if load_run_record(path) is not None)
     if len(complete) != 1:
         found = f"{len(complete)} complete models ({', '.join(complete)})" if complete else "no complete model"
         raise ConfigError(f"init_from {json_value(init_from, whole=True)} must match exactly one trained model; it matches {found}. "

@@ -6,15 +6,17 @@ The list is written with the run's files and renamed in with them (:func:`~bio_m
 naming the earlier run's files the new run lacks too; once the new files are in, those are removed where they still
 hold what the earlier run wrote (a file changed since is the user's), and the list is written again naming the new
 files alone. A run stopped before its files move in leaves the earlier files and list as they were; one stopped
-after leaves the earlier files listed, for the next run to remove.
+after leaves the earlier files listed, for the next run to remove. A file another output's list in the folder names
+too is that output's as well (``p.json`` of two decodings writes ``p.span.json``, the output ``p.span.json``), and stays.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Collection
+from typing import Collection, Iterable
 
 from ..errors import DataFormatError
 from ..io import atomic_write_text, file_sha256, home_expanded, remove_file
@@ -25,10 +27,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _BOOKKEEPING = (STREAM_SUFFIX, RUN_SUFFIX, PARTIAL_SUFFIX, PARTIAL_RUN_SUFFIX, FILE_LIST_SUFFIX)
 
 
-def read_file_list(output: str | Path) -> dict[str, str]:
+def read_file_list(output: str | Path, inputs: Iterable[str | os.PathLike | None] = ()) -> dict[str, str]:
     """The files the list beside ``output`` names, ``{name: SHA-256}`` (``{}`` where there is none); a list ``predict``
-    did not write (not a JSON object of the names of ``output``'s decoding files and their SHA-256) is refused in one
-    line naming it, before any work."""
+    did not write (not a JSON object of the names of ``output``'s decoding files and their SHA-256, or one naming a
+    file of ``inputs``, the data the run reads) is refused in one line naming it, before any work."""
     output = Path(home_expanded(output))
     path = file_list_path(output)
     if path.is_symlink():  # predict renames its list in: a link is none of its
@@ -46,7 +48,18 @@ def read_file_list(output: str | Path) -> dict[str, str]:
             raise _not_a_list(f"it names {json_value(name)}, no file predict writes for {output.name}", path)
         if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
             raise _not_a_list(f"it gives {json_value(name)} the digest {json_value(digest)}, not a SHA-256 in hex", path)
+    if data := next((name for name in listed if _is_one_of(path.parent / name, inputs)), None):
+        raise _not_a_list(f"it names {json_value(data)}, the data this run reads", path)
     return listed
+
+
+def _is_one_of(path: Path, inputs: Iterable[str | os.PathLike | None]) -> bool:
+    """Whether ``path`` is the very file of one of ``inputs`` (another name of it, a link, too)."""
+    given = [str(item) for item in inputs if item is not None and str(item) != "-"]
+    try:
+        return path.exists() and any(os.path.exists(item) and os.path.samefile(path, item) for item in given)
+    except (OSError, ValueError):  # a name too long, or holding a NUL: no file of the data
+        return False
 
 
 def _not_a_list(problem: str, path: Path) -> DataFormatError:
@@ -55,11 +68,12 @@ def _not_a_list(problem: str, path: Path) -> DataFormatError:
 
 def _decoding_file_name(output: Path, name: str) -> bool:
     """Whether ``name`` may be one of ``output``'s decoding files (``preds.json``, ``preds.<...>``): a plain file name,
-    ``output``'s own or one that begins with its stem and a dot, and none of its answers streams, records or list."""
+    ``output``'s own or one that begins with its stem and a dot, and no answers stream, record or list, its own or
+    another output's (``p.span.answers.jsonl`` is the output ``p.span.json``'s)."""
     if "/" in name or "\\" in name or "\0" in name or name in (".", ".."):
         return False
     stem = side_file(output, "").name
-    return (name == output.name or name.startswith(stem + ".")) and name not in {stem + suffix for suffix in _BOOKKEEPING}
+    return name == output.name or (name.startswith(stem + ".") and not name.endswith(_BOOKKEEPING))
 
 
 def remove_earlier_files(output: str | Path, written: Collection[str]) -> list[str]:
@@ -71,8 +85,8 @@ def remove_earlier_files(output: str | Path, written: Collection[str]) -> list[s
     earlier = {name: digest for name, digest in listed.items() if name not in written}
     if not earlier:
         return []
-    folder = path.parent
-    removed = [name for name, digest in earlier.items() if _holds(folder / name, digest) and remove_file(folder / name, folder)]
+    folder, others = path.parent, _listed_by_others(path)
+    removed = [name for name, digest in earlier.items() if name not in others and _holds(folder / name, digest) and remove_file(folder / name, folder)]
     atomic_write_text(path, file_list_text({name: digest for name, digest in listed.items() if name in written}))
     return removed
 
@@ -80,3 +94,19 @@ def remove_earlier_files(output: str | Path, written: Collection[str]) -> list[s
 def _holds(path: Path, digest: str) -> bool:
     """Whether ``path`` is a plain file (never one reached through a link) whose SHA-256 is ``digest``."""
     return not path.is_symlink() and path.is_file() and file_sha256(path) == digest
+
+
+def _listed_by_others(path: Path) -> set[str]:
+    """The names the lists of the other outputs in the folder of the list ``path`` name (a file two outputs wrote alike
+    stays while another names it); a list that does not read as one names none."""
+    names: set[str] = set()
+    for other in path.parent.glob("*" + FILE_LIST_SUFFIX):
+        if other.name == path.name or other.is_symlink() or not other.is_file():
+            continue
+        try:
+            listed = json.loads(other.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(listed, dict):
+            names.update(name for name in listed if isinstance(name, str))
+    return names

@@ -364,7 +364,7 @@ def predict_to_files(
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
     if stream is not None:
-        read_file_list(output)  # the earlier run's list, refused before any work where predict did not write it
+        read_file_list(output, [source, name])  # the earlier run's list, refused before any work where predict did not write it
     with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, from here until the official files are written
         if stream is not None:  # before anything is said or read, as bio-mrc predict holds it (then it is held already)
             shard.broadcast_result(lambda: None if claimed_before(stream) is not None else held.enter_context(answers_claimed(output)))

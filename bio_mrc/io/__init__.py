@@ -4,7 +4,7 @@ listed before it:
 * :mod:`.printable`: JSON and text for a terminal, every control character escaped (:func:`printable_json`,
   :func:`printable_line`);
 * :mod:`.paths`: output paths checked before any work, names libraries reach as Python does, and whether a name
-  is a glob pattern or a file's own;
+  is a glob pattern or a file's own (and a pattern's folders there by their very names);
 * :mod:`.write_errors`: a full disk or a refused write under a folder as one line naming it (:func:`writes_named`);
 * :mod:`.owned_paths`: the one helper every delete and rename goes through (inside the output folder, never through a
   symbolic link);
@@ -22,7 +22,7 @@ from ..errors import OutputError
 from .printable import json_with_controls_escaped, printable_json, printable_line
 from .paths import (
     NAME_MAX, broken_link, check_file_target, check_folder_target, check_library_path, check_name_lengths,
-    check_writable_folder, home_expanded, names_a_pattern, non_utf8_byte, special_file_kind
+    check_writable_folder, folders_escaped, home_expanded, names_a_pattern, non_utf8_byte, special_file_kind
 )
 from .write_errors import TORCH_WRITE_FAILURES, file_size_limit, is_write_failure, writes_named
 from .owned_paths import UnsafePathError, open_no_follow, owned_path, plain_name, remove_file, remove_tree, replace_file
@@ -45,7 +45,7 @@ __all__ = [
     "UnsafePathError", "atomic_move_files", "atomic_write_bytes", "atomic_write_json", "atomic_write_text",
     "atomic_writer", "atomic_writers", "broken_link", "check_file_target", "check_folder_free", "check_folder_target",
     "check_library_path", "check_name_lengths", "check_outputs_apart", "check_set_files", "check_writable_folder",
-    "file_sha256", "file_size_limit", "files_state", "finish_file_set", "fsync_dir", "home_expanded", "is_temporary_of", "is_write_failure",
+    "file_sha256", "file_size_limit", "files_state", "folders_escaped", "finish_file_set", "fsync_dir", "home_expanded", "is_temporary_of", "is_write_failure",
     "json_with_controls_escaped", "names_a_pattern", "non_utf8_byte", "note_set_files", "open_no_follow", "owned_path", "plain_name",
     "prepare_output", "printable_json", "printable_line", "read_in_one_state", "remove_file", "remove_temporaries_of",
     "remove_tree", "replace_all", "replace_file", "replaced_together", "set_entries", "signals_held", "sole_process_in",

@@ -38,6 +38,19 @@ def names_a_pattern(path: str | None) -> bool:
         return True
 
 
+def folders_escaped(pattern: str) -> str:
+    """``pattern`` to match by, its deepest folder that is there by its very name taken as that folder
+    (:func:`glob.escape`): ``exp [1]/models/joint-*`` matches in the folder ``exp [1]``, not in ``exp 1``."""
+    path = Path(pattern)
+    try:
+        folder = next((parent for parent in path.parents if os.path.lexists(parent)), None)
+    except (OSError, ValueError):  # a name too long for a path, or holding a NUL: no folder
+        return pattern
+    if folder is None or not glob.has_magic(str(folder)):
+        return pattern
+    return os.path.join(glob.escape(str(folder)), str(path.relative_to(folder)))
+
+
 # A file name's longest length in bytes on common file systems (ext4, XFS, APFS, NTFS in UTF-16 units); an
 # atomic write's temporary file adds ``_TEMPORARY_EXTRA`` bytes around the name (see _atomic_binary).
 NAME_MAX = 255
