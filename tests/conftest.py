@@ -270,6 +270,25 @@ def quiet_progress_bars():
         datasets.enable_progress_bars()
 
 
+@pytest.fixture(autouse=True)
+def device_pin_ends_with_the_test():
+    """A command run in the test's own process (``main(["train", ..., "--device", "cpu"])``) pins the process to its
+    device, as it should its own process (``bio_mrc.precision.pin_process_device``: ``CUDA_VISIBLE_DEVICES`` and the pin
+    the Trainer reads). Here the pin ends with the test: a later test in the worker, and the subprocesses it starts,
+    see the devices the run began with (on a GPU machine a pin to ``cpu`` hid the GPUs from every later test)."""
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    precision = sys.modules.get("bio_mrc.precision")
+    pinned = dict(precision._PINNED) if precision else {}
+    yield
+    if before is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = before
+    if precision := sys.modules.get("bio_mrc.precision"):
+        precision._PINNED.clear()
+        precision._PINNED.update(pinned)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
     """``precision: auto``'s measurements go to a folder of this session, not the user's cache (subprocesses inherit it)."""
