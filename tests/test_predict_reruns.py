@@ -16,6 +16,7 @@ from bio_mrc.cli import main
 from bio_mrc.io import file_sha256
 
 from .conftest import SAMPLE_V1
+from .test_predict_stream import killed_once_it_streams
 
 PARTIAL = {"p.answers.partial.jsonl", "p.answers.partial.run.json"}  # a run's stream and record until its files are in
 
@@ -260,15 +261,7 @@ def test_a_rerun_killed_mid_run_keeps_the_earlier_set_whole_and_its_resume_ends_
         "bio",
         *options,
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while process.poll() is None and time.monotonic() < deadline:
-        if stream.is_file() and stream.stat().st_size > 0:
-            process.send_signal(signal.SIGKILL)  # mid-run: some chunks written, the rest not
-            break
-        time.sleep(0.05)
-    process.wait(timeout=60)
-    assert process.returncode == -signal.SIGKILL and 0 < len(stream.read_bytes().splitlines()) < 200
+    killed_once_it_streams(command, stream, questions=200)
     after = contents(out)
     assert {name: after.get(name) for name in earlier} == earlier and set(after) - set(earlier) == PARTIAL
     assert predict(trained_dir, out / "p.json", "--decoding", "bio", *options, "--resume", data=data) == 0

@@ -118,17 +118,23 @@ def test_a_killed_predict_resumes_to_the_same_bytes(model_dir, tmp_path):
     stream = tmp_path / "killed" / "p.answers.partial.jsonl"  # the run's stream, until its files are written
     command = [sys.executable, "-m", "bio_mrc.cli", "predict", "--model", str(model_dir), "--data", str(data),
                "--output", str(tmp_path / "killed" / "p.json"), "--precision", "fp32", *options]
+    killed_once_it_streams(command, stream, questions=200)
+    assert predict(model_dir, tmp_path / "killed" / "p.json", *options, "--resume", data=data) == 0
+    assert contents(tmp_path / "killed") == full
+
+
+def killed_once_it_streams(command: list[str], stream: Path, questions: int) -> None:
+    """Runs ``command`` (a ``predict``) and kills it with SIGKILL once its answers stream holds a line: mid-run, some
+    chunks written and the rest not."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while process.poll() is None and time.monotonic() < deadline:
         if stream.is_file() and stream.stat().st_size > 0:
-            process.send_signal(signal.SIGKILL)  # mid-run: some chunks written, the rest not
+            process.send_signal(signal.SIGKILL)
             break
         time.sleep(0.05)
     process.wait(timeout=60)
-    assert process.returncode == -signal.SIGKILL and 0 < len(stream.read_bytes().splitlines()) < 200
-    assert predict(model_dir, tmp_path / "killed" / "p.json", *options, "--resume", data=data) == 0
-    assert contents(tmp_path / "killed") == full
+    assert process.returncode == -signal.SIGKILL and 0 < len(stream.read_bytes().splitlines()) < questions
 
 
 def test_resume_refuses_a_stream_of_other_options_or_questions(model_dir, tmp_path, capsys):
