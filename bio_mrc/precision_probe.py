@@ -306,11 +306,10 @@ def measured_choice(
             unwritable = store(path, key, entry) if stable else None
             choice = {**entry, "how": "measured" if stable else "measured (unsteady, not cached)"}
         _MEMO[memo_key] = choice
-        if unwritable is not None and str(path) in _SAID_UNWRITABLE:
-            unwritable = None  # said once a process
-        elif unwritable is not None:
+        said = str(path) in _SAID_UNWRITABLE  # once a process
+        if unwritable is not None:
             _SAID_UNWRITABLE.add(str(path))
-    if unwritable is not None:  # said once the choice is kept, so a filter that makes the note an error loses no choice
+    if unwritable is not None and not said:  # said once the choice is kept, so a filter that makes the note an error loses no choice
         _say_unwritable(path, unwritable)
     return choice
 

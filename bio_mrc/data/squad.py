@@ -607,7 +607,7 @@ def _other_normalisation(text: str, context: str) -> str:
     points (an "é" as one character in one, as "e" and U+0301 in the other), which look alike and never match; or the
     text as written only inside a longer user-perceived character ("👍" of "👍🏽"), which an answer cannot cut."""
     if (unicodedata.normalize("NFC", text), unicodedata.normalize("NFC", context)) != (text, context) and \
-            _whole_characters_at(unicodedata.normalize("NFC", context), unicodedata.normalize("NFC", text)):
+            _AnswerPlaces().every(unicodedata.normalize("NFC", context), unicodedata.normalize("NFC", text)):
         return (" as written, though it is once both are in one Unicode normalisation form (an accent as its own code point in "
                 "one, part of the letter in the other); normalise the file's texts alike, e.g. unicodedata.normalize('NFC', text)")
     at = context.find(text)
@@ -615,14 +615,6 @@ def _other_normalisation(text: str, context: str) -> str:
         return ""
     return (f" as a whole: it occurs only as part of a longer character (at {at}, inside "
             f"{json_value(cut_character(context, at, at + len(text)))}), which an answer cannot cut: give the whole character")
-
-
-def _whole_characters_at(context: str, text: str) -> bool:
-    """Whether ``text`` occurs in ``context`` somewhere it cuts no user-perceived character."""
-    at = context.find(text)
-    while at >= 0 and cut_character(context, at, at + len(text)) is not None:
-        at = context.find(text, at + 1)
-    return at >= 0
 
 
 def examples_to_squad_json(examples: Sequence[Example], version: str = "1.1") -> dict[str, Any]:

@@ -30,22 +30,14 @@ def names_a_pattern(path: str | None) -> bool:
     """Whether ``path`` is a glob pattern to match files by: it holds ``*``, ``?`` or ``[`` and no file or folder has
     its very name (a folder named ``a[1]b`` or ``a?b`` is that folder, which the pattern would miss or match with
     others)."""
-    if not path or not glob.has_magic(path):
-        return False
-    try:
-        return not os.path.lexists(path)
-    except (OSError, ValueError):  # a name too long for a path, or holding a NUL: no file
-        return True
+    return bool(path) and glob.has_magic(path) and not os.path.lexists(path)  # lexists: False for a name no path can hold
 
 
 def folders_escaped(pattern: str) -> str:
     """``pattern`` to match by, its deepest folder that is there by its very name taken as that folder
     (:func:`glob.escape`): ``exp [1]/models/joint-*`` matches in the folder ``exp [1]``, not in ``exp 1``."""
     path = Path(pattern)
-    try:
-        folder = next((parent for parent in path.parents if os.path.lexists(parent)), None)
-    except (OSError, ValueError):  # a name too long for a path, or holding a NUL: no folder
-        return pattern
+    folder = next((parent for parent in path.parents if os.path.lexists(parent)), None)
     if folder is None or not glob.has_magic(str(folder)):
         return pattern
     return os.path.join(glob.escape(str(folder)), str(path.relative_to(folder)))
