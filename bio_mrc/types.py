@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -31,6 +32,13 @@ def shown_text(text: Any) -> str:
     if not isinstance(text, str) or len(text) <= SHOWN_CHARACTERS:
         return repr(text)
     return f"{text[:SHOWN_CHARACTERS]!r}… ({len(text):,} characters)"
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """``value`` as an answer's JSON holds a number: a float, or None where there is none or it is not finite (a
+    question no span survives for has no finite no-answer score: ``null - best`` with no best), as JSON has no
+    ``Infinity`` or ``NaN``."""
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 @dataclass(frozen=True, repr=False)
@@ -88,7 +96,7 @@ class Prediction:
 
     ``spans`` are sorted best first. ``no_answer_score`` is ``None`` when the
     decoding has no notion of "no answer"; otherwise higher means more likely
-    unanswerable, and ``abstain`` says whether the tuned threshold fired.
+    unanswerable (``inf`` where no span survives), and ``abstain`` says whether the tuned threshold fired.
     ``confidence`` is the decoding's raw confidence in the best span and
     ``probability`` the calibrated probability that it is right (official F1 > 0.5),
     where the model has a calibrator for the decoding.
@@ -115,14 +123,15 @@ class Prediction:
         return [] if self.abstain else [s.text for s in self.spans]
 
     def to_dict(self) -> dict[str, Any]:
-        """The prediction as JSON: its answer, abstention, scores and spans (what the answers stream writes)."""
+        """The prediction as JSON: its answer, abstention, scores and spans (what the answers stream writes); a score
+        of no finite value (``no_answer_score`` where no span survives) is None, as JSON has no infinity."""
         return {
             "id": self.id,
             "answer": self.answer,
             "abstain": self.abstain,
-            "no_answer_score": None if self.no_answer_score is None else float(self.no_answer_score),
-            "confidence": self.confidence,
-            "probability": self.probability,
+            "no_answer_score": finite_or_none(self.no_answer_score),
+            "confidence": finite_or_none(self.confidence),
+            "probability": finite_or_none(self.probability),
             "spans": [s.to_dict() for s in self.spans],
         }
 
@@ -183,12 +192,13 @@ class RankedAnswers:
         return self.answers[0].text if self.answers and not self.answers[0].abstain else ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The question's answers as JSON, and each document's abstention and no-answer score."""
+        """The question's answers as JSON, and each document's abstention and no-answer score (None where it has no
+        finite one, as :meth:`Prediction.to_dict`)."""
         return {
             "question": self.question,
             "answer": self.answer,
             "answers": [answer.to_dict() for answer in self.answers],
-            "documents": [{"document": index, "name": name, "abstain": p.abstain, "no_answer_score": p.no_answer_score,
-                           "confidence": p.confidence, "probability": p.probability}
+            "documents": [{"document": index, "name": name, "abstain": p.abstain, "no_answer_score": finite_or_none(p.no_answer_score),
+                           "confidence": finite_or_none(p.confidence), "probability": finite_or_none(p.probability)}
                           for index, (p, name) in enumerate(zip(self.documents, self.names or [None] * len(self.documents)))],
         }

@@ -13,6 +13,7 @@ import json
 import math
 import pickle
 
+import numpy as np
 import pytest
 
 from bio_mrc.data.squad import SquadFile, load_squad
@@ -151,6 +152,37 @@ def test_a_loaded_file_shows_its_size_not_its_questions():
     assert pickle.loads(pickle.dumps(data)).examples == data.examples
     one = SquadFile([data.examples[0]], "1.1", "one.json", "squad")
     assert repr(one) == "SquadFile('one.json', 1 question, version='1.1', format='squad')"  # not "1 questions"
+
+
+class _Unshowable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    def __len__(self) -> int:
+        raise RuntimeError("no length")
+
+
+@pytest.mark.parametrize(
+    "fields, shown",
+    [
+        ((None, "1.1"), "SquadFile('', None, version='1.1', format='')"),  # examples not a list: shown as they are
+        (([], None, None, None), "SquadFile(None, 0 questions, version=None, format=None)"),
+        (
+            ([], "2.0", "d.json", "squad", None, 3, np.array([1, 2])),
+            "SquadFile('d.json', 0 questions, version='2.0', format='squad', skipped=None, fixed_offsets=3, found_offsets=2)",
+        ),
+        ((_Unshowable(), _Unshowable()), "SquadFile('', <_Unshowable>, version=<_Unshowable>, format='')"),
+    ],
+)
+def test_the_repr_of_a_file_of_any_field_values_never_raises(fields, shown):
+    """A SquadFile built by hand, its examples None (declared a list), or a field whose repr or length raises: its repr
+    raised a TypeError, as a debugger or a log line shows one."""
+    assert repr(SquadFile(*fields)) == shown
+
+
+def test_the_repr_of_a_half_made_file_never_raises():
+    """As a debugger shows an object its constructor has not filled yet: the fields of no default are missing."""
+    assert repr(SquadFile.__new__(SquadFile)) == "SquadFile('', <no examples>, version=<no version>, format='')"
 
 
 @pytest.mark.parametrize("call", ["a batch", "several documents", "several spans"])

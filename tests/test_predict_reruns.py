@@ -179,18 +179,71 @@ def test_a_list_of_files_predict_did_not_write_is_refused_before_the_model_loads
 
 
 def test_a_rerun_keeps_the_files_another_output_in_the_folder_lists_alike(trained_dir, tmp_path):
-    """``p.json`` with two decodings writes ``p.span.json``, the very name of the output ``p.span.json``, whose run wrote
-    it byte for byte alike: the rerun of ``p.json`` removed the other output's files, which its list names."""
+    """A folder where two outputs' lists name one file (``p.json`` of two decodings wrote ``p.span.json``, and the output
+    ``p.span.json`` wrote it too, as a run into it was not refused): the rerun of ``p.json`` removed the other output's
+    files, which its list names."""
     assert predict(trained_dir, tmp_path / "p.json", "--decoding", "span", "bio") == 0
-    assert predict(trained_dir, tmp_path / "p.span.json", "--decoding", "span") == 0
-    other = json.loads((tmp_path / "p.span.answers.files.json").read_text(encoding="utf-8"))
-    assert sorted(other) == ["p.span.json", "p.span.na_probs.json", "p.span.nbest.json"]
+    other = ["p.span.json", "p.span.na_probs.json", "p.span.nbest.json"]
+    (tmp_path / "p.span.answers.files.json").write_text(json.dumps({name: file_sha256(tmp_path / name) for name in other}), encoding="utf-8")
     kept = {name: (tmp_path / name).read_bytes() for name in other}
     assert predict(trained_dir, tmp_path / "p.json", "--decoding", "bio") == 0
     assert {name: (tmp_path / name).read_bytes() for name in other} == kept
     assert not (tmp_path / "p.bio.json").exists() and json.loads((tmp_path / "p.answers.files.json").read_text(encoding="utf-8")).keys() == set(
         decoding_files("bio")
     )
+
+
+@pytest.mark.parametrize(
+    "first, then, clash, other_list",
+    [
+        (("p.json", "span", "bio"), ("p.span.json", "span"), "p.span.json", "p.answers.files.json"),  # p.json's p.span.json
+        (("p.span.json", "joint"), ("p.json", "span", "joint"), "p.span.json", "p.span.answers.files.json"),
+        (("p.joint.json", "bio"), ("p.json", "span", "auto"), "p.joint.json", "p.joint.answers.files.json"),  # auto: joint
+        (("p.answers.jsonl", "bio"), ("p.json", "bio"), "p.answers.jsonl", "p.answers.jsonl.answers.files.json"),  # the stream
+    ],
+)
+def test_a_run_that_would_write_over_a_file_another_outputs_list_names_is_refused_before_the_model_loads(
+    trained_dir, tmp_path, monkeypatch, capsys, first, then, clash, other_list
+):
+    """``--output p.span.json`` beside ``p.json``'s ``p.span.json`` wrote its files over that output's (and a rerun of
+    ``p.json`` then over this one's): refused in one line naming the file and the other output's list, the folder as it was."""
+    from bio_mrc.inference import TrainedModel
+
+    assert predict(trained_dir, tmp_path / first[0], "--decoding", *first[1:]) == 0
+    capsys.readouterr()
+    before = contents(tmp_path)
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    assert predict(trained_dir, tmp_path / then[0], "--decoding", *then[1:]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"error: this run writes {clash}, a file of another output in this folder, whose list {other_list} "
+        f"names it; give --output another name (in {tmp_path / other_list})"
+    )
+    assert contents(tmp_path) == before
+
+
+def test_predict_to_files_refuses_to_write_over_a_file_another_outputs_list_names(trained_dir, tmp_path):
+    """The decodings as the model settles them (``auto``: joint), before any file is written."""
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.inference import StreamPlan, TrainedModel, predict_to_files
+    from bio_mrc.io import UnsafePathError
+
+    assert predict(trained_dir, tmp_path / "p.joint.json", "--decoding", "span") == 0
+    before = contents(tmp_path)
+    trained = TrainedModel.load(trained_dir, precision="fp32")
+    with pytest.raises(UnsafePathError, match=r"writes p\.joint\.json, .* p\.joint\.answers\.files\.json names it; give output another name"):
+        predict_to_files(trained, load_squad(SAMPLE_V1).examples, StreamPlan(("span", "auto")), tmp_path / "p.json")
+    assert contents(tmp_path) == before
+
+
+def test_a_run_that_would_write_over_a_comparisons_file_is_refused(trained_dir, tmp_path, capsys):
+    """A comparison's report and prediction files are listed in their folder (``.report-files.json``): a predict into
+    one of their names wrote over it."""
+    (tmp_path / "report.json").write_text("{}", encoding="utf-8")
+    (tmp_path / ".report-files.json").write_text(json.dumps({"report.json": file_sha256(tmp_path / "report.json")}), encoding="utf-8")
+    assert predict(trained_dir, tmp_path / "report.json", "--decoding", "span") == 2
+    assert "this run writes report.json, a file of another output in this folder, whose list .report-files.json names it" in capsys.readouterr().err
+    assert (tmp_path / "report.json").read_text(encoding="utf-8") == "{}"
 
 
 def test_a_list_naming_the_data_is_refused_before_the_model_loads_and_the_data_stays(trained_dir, tmp_path, monkeypatch, capsys):

@@ -164,6 +164,40 @@ def test_an_unfinished_head_past_max_head_bytes_is_a_431_at_once(extractor):  # 
     assert seconds < 30
 
 
+@pytest.mark.parametrize("pieces", [1, 2, 7])
+def test_a_whole_head_past_max_head_bytes_is_a_431_however_it_arrives(extractor, pieces):  # noqa: F811
+    """A head of 5,000 bytes with its blank line sent in one write (or in pieces, the last of which ends it while fewer
+    than --max-head-bytes were still coming): it was answered, the limit holding only for a head still arriving."""
+    head = b"GET /health HTTP/1.1\r\nHost: localhost\r\nx-long: " + b"a" * 5000 + b"\r\n\r\n"
+    cuts = [2000 * piece // pieces for piece in range(pieces)] + [len(head)]  # those before the last hold 2,000 bytes in all
+    with serving(extractor, max_head_bytes=2048, head_timeout_s=60) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for begin, end in zip(cuts, cuts[1:]):
+            sock.sendall(head[begin:end])
+            time.sleep(0.05)
+        data, _ = read_until_closed(sock)
+        assert httpx.get(url + "/health", headers={"x-long": "a" * 1000}, timeout=10).status_code == 200
+    detail = "the request line and headers pass 2048 bytes: send shorter ones"
+    assert refusal(data) == (431, {"detail": detail, "problems": [{"location": "request", "message": detail}]})
+
+
+def test_a_head_of_max_head_bytes_is_answered():
+    """The limit counts the request line, the headers and the blank line that ends them: a head of exactly that
+    many bytes passes, one more byte is refused."""
+    import h11
+
+    for extra, refused in ((0, False), (1, True)):
+        conn = connections.explained_connection()(h11.SERVER, 256)
+        start = b"GET / HTTP/1.1\r\nHost: localhost\r\nx: "
+        conn.receive_data(start + b"a" * (256 - len(start) - 4 + extra) + b"\r\n\r\n")
+        if refused:
+            with pytest.raises(h11.RemoteProtocolError) as raised:
+                conn.next_event()
+            assert raised.value.error_status_hint == 431
+        else:
+            assert isinstance(conn.next_event(), h11.Request)
+
+
 POST_HEAD = b"POST /answer HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
 UNREADABLE = {  # name: (what the client sends, status, detail)
     "no request line": (b"HELLO\r\n\r\n", 400, "illegal request line: b'HELLO'"),

@@ -23,8 +23,9 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ..inference.file_list import read_file_list
+    from ..inference.file_list import check_files_apart, read_file_list
     from ..inference.files import answers_claimed, prediction_outputs
+    from ..inference.saved_settings import settled_decodings
     from ..inference.sharding import Shard
 
     if args.resume and args.output == "-":
@@ -34,6 +35,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_outputs_apart(outputs, [args.data], [args.model])
     if output != "-":
         read_file_list(output, [args.data])  # an earlier run's list of its files: one predict did not write is refused before any work
+        check_files_apart(output, prediction_outputs(output, settled_decodings(args.model, args.decoding)))  # another output's files
     decode = decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     # rank 0 holds the answers file from here: a second predict into it is refused before it reads data or a model

@@ -46,11 +46,13 @@ class SquadFile:
 
     def __repr__(self) -> str:
         """The file, its number of questions and how they were read, not the questions (a file may hold millions of
-        characters of context): ``SquadFile('dev.json', 10570 questions, version='1.1', format='squad')``."""
-        left = "".join(f", {name}={len(value)}" for name, value in
-                       (("skipped", self.skipped), ("fixed_offsets", self.fixed_offsets), ("found_offsets", self.found_offsets)) if value)
-        return (f"SquadFile({self.source!r}, {counted(len(self.examples), 'question')}, version={self.version!r}, "
-                f"format={self.format!r}{left})")
+        characters of context): ``SquadFile('dev.json', 10570 questions, version='1.1', format='squad')``. It never
+        raises, whatever the fields hold (one built by hand, half made in a debugger): a field of no length is shown
+        as its ``repr``, one missing or whose ``repr`` raises as a stand-in (``<no examples>``)."""
+        left = "".join(f", {name}={shown}" for name in ("skipped", "fixed_offsets", "found_offsets")
+                       if (shown := _shown_size(self, name)) not in ("0", ""))
+        return (f"SquadFile({_shown_field(self, 'source')}, {_shown_size(self, 'examples', 'question')}, "
+                f"version={_shown_field(self, 'version')}, format={_shown_field(self, 'format')}{left})")
 
     def gold_texts(self) -> dict[str, list[str]]:
         """``{id: [answer text of each annotator]}``, the gold the official metrics score against."""
@@ -60,6 +62,34 @@ class SquadFile:
     def is_v2(self) -> bool:
         """Whether the questions are SQuAD 2.0's (some may have no answer)."""
         return self.version == "2.0"
+
+
+_MISSING = object()  # a field a half-made object lacks
+
+
+def _shown_field(owner: object, name: str) -> str:
+    """The field ``name`` of ``owner`` as a repr shows it: its ``repr``; ``<no NAME>`` where it is missing, and its
+    type's name where its ``repr`` raises."""
+    value = getattr(owner, name, _MISSING)
+    if value is _MISSING:
+        return f"<no {name}>"
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 (a repr never raises, whatever the value's own repr does)
+        return f"<{type(value).__name__}>"
+
+
+def _shown_size(owner: object, name: str, noun: str | None = None) -> str:
+    """The field ``name`` of ``owner`` by its length (``3``; with ``noun``, ``3 questions``); one of no length as
+    :func:`_shown_field` shows it; a missing one as ``<no NAME>`` with ``noun``, else ``""``."""
+    value = getattr(owner, name, _MISSING)
+    if value is _MISSING:
+        return f"<no {name}>" if noun else ""
+    try:
+        size = len(value)
+    except Exception:  # noqa: BLE001 (None, a number, or a length that raises)
+        return _shown_field(owner, name)
+    return counted(size, noun) if noun else str(size)
 
 
 def gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:

@@ -6,8 +6,11 @@ The list is written with the run's files and renamed in with them (:func:`~bio_m
 naming the earlier run's files the new run lacks too; once the new files are in, those are removed where they still
 hold what the earlier run wrote (a file changed since is the user's), and the list is written again naming the new
 files alone. A run stopped before its files move in leaves the earlier files and list as they were; one stopped
-after leaves the earlier files listed, for the next run to remove. A file another output's list in the folder names
-too is that output's as well (``p.json`` of two decodings writes ``p.span.json``, the output ``p.span.json``), and stays.
+after leaves the earlier files listed, for the next run to remove. A run that would write, or rename into place, a file
+another output's list in the folder names (``p.json`` of two decodings writes ``p.span.json``, the official file of the
+output ``p.span.json``), or a comparison's list of a set of its files (``.report-files.json``), is refused before any
+work (:func:`check_files_apart`); a file two lists name all the same (a folder two runs wrote before that refusal)
+is the other output's as well, and stays.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Iterator
 
-from ..errors import DataFormatError
-from ..io import atomic_write_text, file_sha256, home_expanded, remove_file
+from ..errors import DataFormatError, argument
+from ..io import UnsafePathError, atomic_write_text, file_sha256, home_expanded, remove_file, set_entries
 from ..json_syntax import json_value
 from .files import FILE_LIST_SUFFIX, PARTIAL_RUN_SUFFIX, PARTIAL_SUFFIX, RUN_SUFFIX, STREAM_SUFFIX, file_list_path, file_list_text, side_file
 
@@ -96,17 +99,40 @@ def _holds(path: Path, digest: str) -> bool:
     return not path.is_symlink() and path.is_file() and file_sha256(path) == digest
 
 
+def check_files_apart(output: str | Path, files: Iterable[str | os.PathLike]) -> None:
+    """Before any work: refuse, in one line naming the file and the list, where a list of another output's files in
+    ``output``'s folder (another ``predict`` output's, or a comparison's list of a set of its files) names one of
+    ``files``, those a run into ``output`` writes or renames into place there: it would write over that output's file
+    (and a rerun of that output over this one's). ``output``'s own list is this output's: a rerun is never refused."""
+    own = file_list_path(Path(home_expanded(output)))
+    names = [Path(file).name for file in files]
+    for other, listed in _other_lists(own):
+        if clash := next((name for name in names if name in listed), None):
+            raise UnsafePathError(
+                f"this run writes {clash}, a file of another output in this folder, whose list {other.name} names it; give {argument('output')} another name",
+                str(other),
+            )
+
+
 def _listed_by_others(path: Path) -> set[str]:
     """The names the lists of the other outputs in the folder of the list ``path`` name (a file two outputs wrote alike
-    stays while another names it); a list that does not read as one names none."""
-    names: set[str] = set()
-    for other in path.parent.glob("*" + FILE_LIST_SUFFIX):
+    stays while another names it)."""
+    return {name for _, listed in _other_lists(path) for name in listed}
+
+
+_SET_LIST = set_entries("*")[2]  # a comparison's list of a set of its files in their folder: .report-files.json
+
+
+def _other_lists(path: Path) -> Iterator[tuple[Path, set[str]]]:
+    """Each list of files in the folder of the list ``path`` but ``path`` itself (other ``predict`` outputs', and a
+    comparison's sets'), and the names it holds: an object's keys, or an array's names (a set's older list); a file
+    that does not read as a list, or is a link, names none."""
+    for other in sorted({*path.parent.glob("*" + FILE_LIST_SUFFIX), *path.parent.glob(_SET_LIST)}):
         if other.name == path.name or other.is_symlink() or not other.is_file():
             continue
         try:
             listed = json.loads(other.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             continue
-        if isinstance(listed, dict):
-            names.update(name for name in listed if isinstance(name, str))
-    return names
+        if isinstance(listed, (dict, list)):
+            yield other, {name for name in listed if isinstance(name, str)}

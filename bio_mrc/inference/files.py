@@ -83,7 +83,7 @@ def answer_record(prediction: Prediction, decoding: str, multi_span: bool = Fals
 
 _NUMBER = (int, float)
 # The fields of an answers line the files are made from, and the types each may have (a resumed stream is read back).
-ANSWER_FIELDS = {"id": (str,), "decoding": (str,), "answer": (str,), "abstain": (bool,), "no_answer_score": _NUMBER,
+ANSWER_FIELDS = {"id": (str,), "decoding": (str,), "answer": (str,), "abstain": (bool,), "no_answer_score": (*_NUMBER, type(None)),
                  "confidence": (*_NUMBER, type(None)), "probability": (*_NUMBER, type(None)), "spans": (list,)}
 
 
@@ -275,12 +275,19 @@ def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str]
             for record in read_stream(stream, decoding):
                 writers[0].add(record["id"], record["answers"] if multi_span else record["answer"])
                 writers[1].add(record["id"], {key: record[key] for key in NBEST_KEYS})
-                writers[2].add(record["id"], no_answer_probability(record["no_answer_score"]))
+                writers[2].add(record["id"], _recorded_no_answer_probability(record))
             for writer, path in zip(writers, written[decoding].paths()):
                 digests[path.name] = writer.close()
         if listing:
             handles[-1].write(file_list_text({**digests, **{name: sha for name, sha in (earlier or {}).items() if name not in digests}}))
     return written
+
+
+def _recorded_no_answer_probability(record: dict[str, Any]) -> float:
+    """The ``na_prob`` of an answers line: of its no-answer score; 1 where it has none because no span survived (an
+    infinite score, written null: :meth:`~bio_mrc.types.Prediction.to_dict`)."""
+    score = record["no_answer_score"]
+    return 1.0 if score is None and not record["spans"] else no_answer_probability(score)
 
 
 def read_stream(stream: Path, decoding: str | None = None) -> Iterator[dict[str, Any]]:

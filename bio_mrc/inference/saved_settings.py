@@ -54,6 +54,14 @@ def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
         resolve_decoding(settings.decodings, decoding, heads=settings.heads)
 
 
+def settled_decodings(model: str | Path, decodings: Sequence[str]) -> list[str]:
+    """``decodings`` each once, ``auto`` as the model folder's ``config.json`` settles it (:func:`saved_settings`), so
+    the files a run writes are named before the model loads; as given where no config at hand settles it."""
+    settings = saved_settings(Path(model)) if Path(model).is_dir() else None
+    auto = registry.preferred_decoding(settings.decodings) if settings is not None else registry.AUTO_DECODING
+    return list(dict.fromkeys(auto if decoding == registry.AUTO_DECODING else decoding for decoding in decodings))
+
+
 def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior: float | None) -> None:
     """A BIO span-length ``prior`` given where none of ``decodings`` (``auto``: the preferred of ``available``, the
     model's) reads it: refused in one line naming the argument (``bio_length_prior``, ``--bio-length-prior``), not ignored."""

@@ -44,7 +44,7 @@ from ..progress import WindowBars, inference_bar, open_window_bars, questions_do
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
-from .file_list import read_file_list, remove_earlier_files
+from .file_list import check_files_apart, read_file_list, remove_earlier_files
 from .files import (DecodingFiles, answer_record, answer_record_problem, answers_claimed, answers_stream_path, claimed_before,
                     file_list_path, partial_paths, prediction_outputs, run_record_path, write_files_from_stream)
 from .defaults import DECODE_BLOCK_QUESTIONS, DEFAULT_CHUNK_SIZE
@@ -365,6 +365,7 @@ def predict_to_files(
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
     if stream is not None:
         read_file_list(output, [source, name])  # the earlier run's list, refused before any work where predict did not write it
+        check_files_apart(output, outputs)  # no file another output's list names written over
     with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, from here until the official files are written
         if stream is not None:  # before anything is said or read, as bio-mrc predict holds it (then it is held already)
             shard.broadcast_result(lambda: None if claimed_before(stream) is not None else held.enter_context(answers_claimed(output)))

@@ -222,10 +222,10 @@ def ranked_answer_of(ranked: RankedAnswers, threshold: float | None, multi_span:
 
 
 def pydantic_json(model: Any, status_code: int = 200) -> Response:
-    """A response model written by pydantic (non-finite numbers as strings; the standard json module refuses them), with
-    DEL and U+0080-U+009F escaped: an answer cut from a document, a model folder's name or a request's own key echoed in
-    a refusal then carries no raw terminal control (U+009B begins an escape sequence as ESC [ does) to whoever prints
-    the response, the same JSON value."""
+    """A response model written by pydantic (an answer's numbers finite or null; the card's -inf threshold as the string
+    ``"-Infinity"``: :mod:`.schema`), with DEL and U+0080-U+009F escaped: an answer cut from a document, a model
+    folder's name or a request's own key echoed in a refusal then carries no raw terminal control (U+009B begins an
+    escape sequence as ESC [ does) to whoever prints the response, the same JSON value."""
     text = json_with_controls_escaped(model.model_dump_json())
     return Response(text, status_code=status_code, media_type="application/json")
 

@@ -63,8 +63,8 @@ class ServeConfig:
         "help": "most connections open at once, idle ones included; one more is answered 503 and closed at once (the "
                 "server raises its open-file limit to hold them, up to the hard limit, else lowers this bound to fit)", "minimum": 1, "maximum": 1_000_000})
     max_head_bytes: int = field(default=16_384, metadata={
-        "help": "most bytes of a request line and headers not yet ended that the server holds (more: 400, and the "
-                "connection closed)",
+        "help": "most bytes of a request line and headers, still coming or sent whole (more: 431, and the connection "
+                "closed)",
         "minimum": 1_024, "maximum": 1 << 20})
     backlog: int = field(default=2_048, metadata={
         "help": "most connections the system queues before the server accepts them (at most the system's somaxconn)",

@@ -234,15 +234,27 @@ class ReadTimeout:
 
 
 def explained_connection() -> type:
-    """h11's connection, keeping the reason it refused what the client sent (uvicorn keeps none)."""
+    """h11's connection, keeping the reason it refused what the client sent (uvicorn keeps none), and refusing a
+    request whose line and headers pass the most bytes it holds of an event (``max_incomplete_event_size``,
+    ``--max-head-bytes``) however they arrived: h11 bounds only a head still coming, so one sent whole in one write,
+    or ended by a last write that brought it past the bound, was read."""
     import h11
+    from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE  # where uvicorn reads it from too
 
     class ExplainedConnection(h11.Connection):
         refusal: h11.RemoteProtocolError | None = None
 
+        def __init__(self, our_role: Any, max_incomplete_event_size: int = DEFAULT_MAX_INCOMPLETE_EVENT_SIZE) -> None:
+            super().__init__(our_role, max_incomplete_event_size)
+            self.max_head_bytes = max_incomplete_event_size
+
         def next_event(self) -> Any:
+            before = len(self.trailing_data[0]) if self.their_state is h11.IDLE else None  # a request's head comes next
             try:
-                return super().next_event()
+                event = super().next_event()
+                if before is not None and isinstance(event, h11.Request) and before - len(self.trailing_data[0]) > self.max_head_bytes:
+                    raise h11.RemoteProtocolError("Request head too long", error_status_hint=431)
+                return event
             except h11.RemoteProtocolError as error:
                 self.refusal = error
                 raise

@@ -2,10 +2,13 @@
 and limits are what the OpenAPI page shows and what every request is checked against (422 otherwise).
 
 The request's limits come from the server's :class:`ServeConfig`, so its model is made per server
-(:func:`answer_request_model`). A non-finite number in a response (a no-answer threshold of -inf:
-always abstain) is written as the string ``"Infinity"`` or ``"-Infinity"``; JSON has no such numbers.
+(:func:`answer_request_model`). Every number of an answer is a JSON number or null, as the schema says: a score of
+no finite value (the no-answer score of a question no span survives for) is null in a field declared nullable, and
+refused (a 500) in one that is not. In ``GET /health``'s card, a map of any values, a tuned threshold of -inf (always
+abstain) is the string ``"-Infinity"``; JSON has no such numbers.
 """
 
+import math
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
@@ -21,7 +24,18 @@ from .config import ServeConfig
 AUTO = registry.AUTO_DECODING
 # The n-best every confidence is a share of: a request asks no more decoding than that.
 MAX_TOP_K = DecodeConfig().n_best
-_RESPONSE = ConfigDict(ser_json_inf_nan="strings")
+_CARD = ConfigDict(ser_json_inf_nan="strings")  # the card's -inf threshold: "-Infinity", as tune writes it
+
+
+def _finite_or_null(value: Any) -> Any:
+    """A float of no finite value as None (JSON has no infinity); any other value as it is, for the field to check."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+# An answer's number that may have no finite value: null then, as its schema says (anyOf number, null).
+NullableNumber = Annotated[float | None, BeforeValidator(_finite_or_null)]
+# An answer's number that always has one (a span's score): one of no finite value is refused, never written.
+FiniteNumber = Annotated[float, Field(allow_inf_nan=False)]
 ONE, SEVERAL = "one", "several"  # the branches of a text-or-list field: error locations leave them out
 
 _DECODING_HELP = (
@@ -129,23 +143,19 @@ def one_or_several(text: Any, most: int) -> Any:
 class Span(BaseModel):
     """One answer span: its text and where it is in the context."""
 
-    model_config = _RESPONSE
-
     text: str = Field(description="the span's text, exactly context[start:end]")
     start: int = Field(description="character offset of its first character in the context")
     end: int = Field(description="character offset just past its last character (exclusive)")
-    score: float = Field(description=(
+    score: FiniteNumber = Field(description=(
         "the decoding's own score of the span (span: s_i + e_j; bio: the tag log-likelihood ratio; joint: both); "
         "with multi_span for span and joint, the span's share of the n-best probability; over several documents, "
         "the score that ranks spans across them: the span's score above its own document's no-answer score"))
     document: int | None = Field(None, description="the index of the span's document, when a question asks several")
-    probability: float | None = Field(None, description=_span_probability_help())
+    probability: NullableNumber = Field(None, description=_span_probability_help())
 
 
 class Answer(BaseModel):
     """One question's answer, as :class:`bio_mrc.AnswerExtractor` returns it."""
-
-    model_config = _RESPONSE
 
     answer: str = Field(description="the best span's text; empty when the model abstains or below_threshold")
     answers: list[str] = Field(description="every span's text, best first: the parts of one answer (multi_span) or the "
@@ -153,9 +163,11 @@ class Answer(BaseModel):
     spans: list[Span] = Field(description="the decoded spans, best first: top_k of them, or with multi_span every span")
     abstain: bool = Field(description="the no-answer threshold saved with the model fired: the model says there is no answer")
     below_threshold: bool = Field(description="the request's threshold was not met")
-    no_answer_score: float | None = Field(description="higher: more likely unanswerable; null for a decoding without one")
-    confidence: float | None = Field(description="the decoding's raw confidence in this answer (abstentions included)")
-    probability: float | None = Field(description=(
+    no_answer_score: NullableNumber = Field(description=(
+        "higher: more likely unanswerable; null for a decoding without one, and where no span survives (its score is "
+        "then no finite number: the text offers no answer)"))
+    confidence: NullableNumber = Field(description="the decoding's raw confidence in this answer (abstentions included)")
+    probability: NullableNumber = Field(description=(
         "the calibrated probability that the best span is right (official F1 > 0.5); null when the model has no "
         "calibrator for this decoding (bio-mrc tune fits one)"))
     document: int | None = Field(None, description=(
@@ -168,8 +180,6 @@ class Answer(BaseModel):
 
 class AnswerResponse(BaseModel):
     """The answers of one request, in the order of its questions."""
-
-    model_config = _RESPONSE
 
     model: str = Field(description="the model's name (its folder's name)")
     decoding: str = Field(description="the decoding that answered (auto resolved)")
@@ -189,14 +199,15 @@ class Limits(BaseModel):
 class Health(BaseModel):
     """The server is up; which model answers, and what its model card says about it."""
 
-    model_config = _RESPONSE
+    model_config = _CARD
 
     status: Literal["ok"] = "ok"
     model: str = Field(description="the model's name (its folder's name)")
     backend: str = Field(description="torch or onnx")
     card: dict[str, Any] = Field(description=(
         "the model card's summary (bio_mrc.model_card.card_summary): heads, decodings, windows, encoder, tuned "
-        "settings, calibrated decodings, training record, evaluations"))
+        "settings, calibrated decodings, training record, evaluations; a no-answer threshold of -inf, always abstain, "
+        "is the string \"-Infinity\", as JSON has no such number"))
     limits: Limits
     served: BatchStats = Field(description=(
         "since the start: forward passes run (batches) and the windows they ran, requests and questions read "
