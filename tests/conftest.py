@@ -150,6 +150,31 @@ class StoppedReplace:
         return self.real(source, target)
 
 
+class WatchedLock:
+    """A lock standing in for one of the package's that sets ``asked`` when a thread asks for it while another holds
+    it: a test shows that a thread is kept waiting by seeing it wait for the lock, not by a window of time in which it
+    did not go on (which a loaded machine can fill without any lock)."""
+
+    def __init__(self, lock, asked) -> None:
+        self.lock, self.asked = lock, asked
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self.lock.acquire(blocking=False):  # free, or a reentrant lock this thread holds
+            return True
+        if blocking:
+            self.asked.set()
+        return blocking and self.lock.acquire(timeout=timeout)
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
 def shared_data_dir() -> Path:
     """``$BIO_MRC_DATA`` or the ``shared/data`` folder beside the repository."""
     return Path(os.environ.get("BIO_MRC_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

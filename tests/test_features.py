@@ -485,18 +485,24 @@ def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(
     from transformers.tokenization_utils_base import TruncationStrategy
 
     from bio_mrc.features import pair_windows
+    from bio_mrc.features import tokenizer_lock as lock_module
+
+    from .conftest import WatchedLock
 
     # the backend's own overflow cutting of the whole context (windows sliced from the context alone set a truncation
     # only to cut a short probe pair)
     monkeypatch.setattr(pair_windows, "_sliced_windows", lambda *args: None)
     real = tiny_tokenizer.set_truncation_and_padding
     windows_set, questions_set = threading.Event(), threading.Event()
+    # the question call asking for the tokenizer's lock while the window call holds it sets questions_set too
+    monkeypatch.setitem(lock_module._LOCKS, tiny_tokenizer.backend_tokenizer, WatchedLock(threading.RLock(), questions_set))
 
     def set_and_interleave(*args, **kwargs):
         real(*args, **kwargs)
         if kwargs["truncation_strategy"] == TruncationStrategy.ONLY_SECOND:
             windows_set.set()
-            questions_set.wait(timeout=1)  # held apart, the question call cannot set its settings before this encodes
+            # until the question call waits for the lock (held apart) or has set its settings (interleaved); a hang guard
+            assert questions_set.wait(timeout=30), "the question call neither waited for the tokenizer nor set its settings"
         elif windows_set.is_set():
             questions_set.set()
 

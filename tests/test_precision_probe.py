@@ -130,20 +130,25 @@ def test_an_unsteady_measurement_is_used_but_not_cached():
     assert not cache_file().exists()
 
 
-def test_threads_asking_for_one_choice_at_once_measure_it_once():
+def test_threads_asking_for_one_choice_at_once_measure_it_once(monkeypatch):
     """Models loaded from several threads at once: one thread measures (its probes unshared with another's), the
     others take its choice; measuring in each would time each other's probes and could choose differently."""
     import threading
 
+    from .conftest import WatchedLock
+
     calls, first_measuring, second_measuring = [], threading.Event(), threading.Event()
     plain = fake_measure({"fp32": 100.0, "bf16": 300.0}, calls)
+    # the second thread asking for the choice's lock while the first measures sets second_measuring too
+    monkeypatch.setattr(precision_probe, "_ONE_CHOICE", WatchedLock(threading.Lock(), second_measuring))
 
     def measure(shapes, phase, precision):
         if threading.current_thread().name == "second":
             second_measuring.set()
         elif not first_measuring.is_set():
             first_measuring.set()
-            second_measuring.wait(timeout=1)  # the second thread measuring too would have started by now
+            # until the second thread waits for the lock (one measures) or measures too; a hang guard
+            assert second_measuring.wait(timeout=30), "the second thread neither waited for the lock nor measured"
         return plain(shapes, phase, precision)
 
     choices = {}
@@ -340,15 +345,20 @@ def test_two_probes_at_once_in_threads_leave_torchs_thread_count_as_they_found_i
 
     import torch
 
+    from .conftest import WatchedLock
+
     count = {"threads": 3}  # torch's intra-op thread count: one for the whole process
     monkeypatch.setattr(torch, "get_num_threads", lambda: count["threads"])
     monkeypatch.setattr(torch, "set_num_threads", lambda n: count.update(threads=n))
     first_running, second_read, first_done = threading.Event(), threading.Event(), threading.Event()
+    # the second probe asking for the probes' lock while the first runs sets second_read too
+    monkeypatch.setattr(precision_probe, "_ONE_PROBE", WatchedLock(threading.Lock(), second_read))
 
     def slow_rate(step, tokens, clock=None):  # the second probe ends after the first: it restores last
         if not first_running.is_set():
             first_running.set()
-            second_read.wait(0.5)  # unguarded, the second probe reads the first's 1 meanwhile
+            # until the second probe waits for the lock (one at a time) or reads the first's 1 (unguarded); a hang guard
+            second_read.wait(30)
         else:
             second_read.set()
             first_done.wait(5)

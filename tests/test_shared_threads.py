@@ -121,6 +121,9 @@ def test_copies_of_one_tokenizer_take_turns_as_the_tokenizer_itself_does(tiny_to
 
     from bio_mrc.encoders import right_sided
     from bio_mrc.features import pair_windows
+    from bio_mrc.features import tokenizer_lock as lock_module
+
+    from .conftest import WatchedLock
 
     # the backend's own overflow cutting of the whole context (windows sliced from the context alone set a truncation
     # only to cut a short probe pair)
@@ -130,13 +133,16 @@ def test_copies_of_one_tokenizer_take_turns_as_the_tokenizer_itself_does(tiny_to
     windows_copy, questions_copy = right_sided(left), right_sided(left)
     assert windows_copy is not questions_copy and windows_copy.backend_tokenizer is questions_copy.backend_tokenizer
     windows_set, questions_set = threading.Event(), threading.Event()
+    # the questions' copy asking for the shared tokenizer's lock while the windows' copy holds it sets questions_set too
+    monkeypatch.setitem(lock_module._LOCKS, left.backend_tokenizer, WatchedLock(threading.RLock(), questions_set))
 
     def interleaving(real):
         def set_and_interleave(*args, **kwargs):
             real(*args, **kwargs)
             if kwargs["truncation_strategy"] == TruncationStrategy.ONLY_SECOND:
                 windows_set.set()
-                questions_set.wait(timeout=1)  # taking turns, the questions cannot set theirs before these windows encode
+                # until the questions wait for the lock (taking turns) or have set theirs (interleaved); a hang guard
+                assert questions_set.wait(timeout=30), "the questions neither waited for the tokenizer nor set theirs"
             elif windows_set.is_set():
                 questions_set.set()
         return set_and_interleave
@@ -195,15 +201,20 @@ def test_threads_calling_one_pipeline_warn_of_its_constructors_default_once(trai
     from bio_mrc.inference import pipeline as qa_pipeline
     from bio_mrc.inference.abstention import NeverAbstainsWarning
 
+    from .conftest import WatchedLock
+
     qa = pipeline(TASK, model=str(trained_dir), device="cpu", handle_impossible_answer=True)
     first_in, second_in, entered = threading.Event(), threading.Event(), []
     line = qa_pipeline.never_abstains_line
+    # the second call asking for the warning's lock while the first holds it sets second_in too
+    monkeypatch.setattr(qa_pipeline, "_WARNING_ONCE", WatchedLock(threading.Lock(), second_in))
 
     def meeting(*args, **kwargs):
         entered.append(None)
         if len(entered) == 1:
             first_in.set()
-            second_in.wait(timeout=1)  # one at a time, the second call cannot come in while the first decides
+            # until the second call waits for the lock (one at a time) or has come in (both deciding); a hang guard
+            second_in.wait(timeout=30)
         else:
             second_in.set()
         return line(*args, **kwargs)

@@ -1,7 +1,8 @@
 """An extractor in worker processes started with ``spawn`` (``multiprocessing``, ``ProcessPoolExecutor``): one built in
 each worker answers as the parent's does; a PyTorch model's extractor sent to a worker (pickled) does too; an ONNX
 export's, whose ONNX Runtime session cannot be pickled, is refused in one line that says to build one in each process,
-and a deep copy of it in the same process shares the session and answers alike."""
+and a deep copy of it in the same process shares the session and answers alike (a hand-made graph of an export's signature,
+which loads and answers as an export does, stands for one: the exporter takes seconds)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bio_mrc.errors import ProcessLocalError
 from bio_mrc.inference import AnswerExtractor
 
 from .conftest import NEEDS_ONNX_EXTRA, untrained_model_folder
+from .test_onnx_answers import hand_made_export
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ["Who wrote it?", "When?", "Who read it?", "Which ones?"]
@@ -29,6 +31,12 @@ def model_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     return untrained_model_folder(
         tiny_encoder_dir, tmp_path_factory.mktemp("workers") / "model", heads="span+bio", max_seq_length=48, doc_stride=16, max_query_length=12
     )
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ONNX export's folder of ``model_dir``'s config and tokenizer, its graph hand-made (it scores each token by its id)."""
+    return hand_made_export(model_dir, tmp_path_factory.mktemp("workers-onnx") / "exported")
 
 
 def answers(predictions) -> list[list]:
