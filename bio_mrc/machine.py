@@ -1,6 +1,7 @@
 """The machine a run or a benchmark ran on, in one line: the CPU and its vector and matrix instruction sets, the
-OS, cores, torch (threads), Python and any GPU. Times, and the ratios between precisions, differ across CPUs, so a
-comparison's report and every benchmark record name it."""
+OS, cores (and how many of them this process may use, by its CPU quota or affinity mask), torch (threads, and who set
+them), Python and any GPU. Times, and the ratios between precisions, differ across CPUs, so a comparison's report and
+every benchmark record name it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import platform
 from pathlib import Path
 
+from .cpu_budget import chosen_thread_variable, cpu_budget, fitted_threads
 from .precision import cpu_features, cpu_name
 from .precision_probe import isa_caps
 
@@ -40,17 +42,29 @@ def cpuinfo_flags() -> set[str]:
 
 
 def machine_description() -> str:
-    """One line: the CPU model and its instruction sets, the OS, cores, torch (threads), Python, and the GPUs
-    torch sees, if any."""
+    """One line: the CPU model and its instruction sets, the OS, cores (``2 CPUs, 1 usable (CPU quota 1)``), torch
+    (threads, ``1 thread, fitted to the CPU quota`` where :func:`bio_mrc.cpu_budget.fit_torch_threads` lowered them,
+    ``OMP_NUM_THREADS`` where the user set them), Python, and the GPUs torch sees, if any."""
     import torch
 
     sets = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in instruction_sets().items())
     caps = "".join(f"; {name}={value}" for name, value in isa_caps().items())  # kernels kept from some of the sets
-    threads = torch.get_num_threads()
     gpus = [torch.cuda.get_device_name(k) for k in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
-    return (f"{cpu_name()}; {sets}{caps}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-            f"({threads} thread{'' if threads == 1 else 's'}), Python {platform.python_version()}"
+    return (f"{cpu_name()}; {sets}{caps}; {platform.platform()}, {os.cpu_count()} CPUs, {cpu_budget().describe()}, "
+            f"torch {torch.__version__} ({threads_description(torch.get_num_threads())}), Python {platform.python_version()}"
             + (f"; GPU {', '.join(gpus)}" if gpus else ""))
 
 
-__all__ = ["INSTRUCTION_SETS", "cpuinfo_flags", "instruction_sets", "machine_description"]
+def threads_description(threads: int) -> str:
+    """``2 threads``; ``1 thread, fitted to the CPU quota`` where this process's fit lowered torch's count to it (and
+    it stands); ``3 threads, OMP_NUM_THREADS`` where a thread variable is set."""
+    said = f"{threads} thread{'' if threads == 1 else 's'}"
+    fitted, variable = fitted_threads(), chosen_thread_variable()
+    if variable is not None:
+        return f"{said}, {variable}"
+    if fitted is not None and fitted.lowered and fitted.threads == threads:
+        return f"{said}, fitted to the {fitted.source}"
+    return said
+
+
+__all__ = ["INSTRUCTION_SETS", "cpuinfo_flags", "instruction_sets", "machine_description", "threads_description"]

@@ -240,12 +240,40 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_documents_memory.py", ["--top-k", "0"], "got [1000, 10000], 60 and 0"),
     ("bench_bootstrap.py", ["--sizes", "10570", "1"], "--sizes are at least 2 each"),
     ("bench_bootstrap.py", ["--repeats", "0"], "got [10570, 1000], 2000 and 0"),
+    ("bench_cpu_quota.py", ["--cpus", "0"], "--cpus must be above 0, got 0.0"),
+    ("bench_cpu_quota.py", ["--steps", "0"], "--steps must be at least 1"),
+    ("bench_cpu_quota.py", ["--tokens", "8"], "--tokens must be at least 24"),
 ])
 def test_sizes_variants_and_windows_are_checked_before_any_work(script, args, expected, empty_data: Path):
     """Before the model is trained or the data read: bench_predict_memory's sizes, the training benchmarks' variants
     and windows the package refuses."""
     result = run_in_process(REPO, script, "root", *args, data_dir=empty_data)
     assert_one_line_failure(result, expected)
+
+
+def test_cpu_quota_says_in_one_line_where_no_group_can_be_made(monkeypatch, tmp_path: Path, capsys):
+    """No hierarchy mounted, or one whose folder cannot take a group: the reason, and what the script needs."""
+    bench = load_benchmark("bench_cpu_quota", monkeypatch)
+    monkeypatch.setattr(bench, "cgroup_mounts", lambda: {})
+    with pytest.raises(SystemExit) as done:
+        bench.make_group(1.0)
+    assert str(done.value).startswith("cannot create a cgroup with a CPU quota here (run as root where cgroup v1's cpu")
+    assert str(done.value).endswith(": no cgroup hierarchy is mounted")
+    monkeypatch.setattr(bench, "cgroup_mounts", lambda: {"v1": tmp_path / "gone"})
+    with pytest.raises(SystemExit) as done:
+        bench.make_group(1.0)
+    assert f"v1 at {tmp_path / 'gone'}: No such file or directory" in str(done.value)
+    assert not (tmp_path / "gone").exists()
+
+
+def test_cpu_quota_writes_the_quota_of_the_cpus_asked(monkeypatch, tmp_path: Path):
+    bench = load_benchmark("bench_cpu_quota", monkeypatch)
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cgroup.controllers").write_text("cpuset cpu io memory\n", encoding="ascii")
+    monkeypatch.setattr(bench, "cgroup_mounts", lambda: {"v2": tmp_path / "v2"})
+    version, group = bench.make_group(1.5)
+    assert (version, group.parent) == ("v2", tmp_path / "v2")
+    assert (group / "cpu.max").read_text(encoding="ascii") == "150000 100000"
 
 
 def fake_clock(monkeypatch: pytest.MonkeyPatch, *readings: float) -> None:

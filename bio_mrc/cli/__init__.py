@@ -24,6 +24,7 @@ from .console import (bars_for_a_log, close_open_bars, escapes_what_stdout_canno
 from .leftovers import no_empty_torch_cache_folder
 from .options import FLAGS, argument_flags, check_model_names, check_optional_files, decode_text_options, expand_home
 from .parser import build_parser
+from .torch_threads import threads_fitted, torch_imported
 
 __all__ = ["build_parser", "main"]
 
@@ -32,17 +33,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``bio-mrc`` on ``argv`` (None: the process's arguments) and return its exit status; the installed plug-ins
     (:mod:`bio_mrc.plugins`) register their entries first where ``argv`` names a command. Ctrl-C ends it with one
     line, ``interrupted``, and 130 (SIGTERM: :class:`~bio_mrc.stop_signals.Terminated`, 143) wherever it lands, its
-    clean-ups run first (a second Ctrl-C among them is set aside)."""
+    clean-ups run first (a second Ctrl-C among them is set aside). A command that runs a model fits torch's threads to
+    the CPUs the process may use (:mod:`bio_mrc.cli.torch_threads`), unless torch was imported before this call."""
+    torch_before = torch_imported()  # a program's own torch: its threads are its own
     if (refusal := streams_closed_by_the_shell()) is not None:  # before any work: its result would go nowhere
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    return stops_as_status(lambda: _command(argv), _say_interrupted)
+    return stops_as_status(lambda: _command(argv, torch_before), _say_interrupted)
 
 
-def _command(argv: Sequence[str] | None) -> int:
+def _command(argv: Sequence[str] | None, torch_before: bool) -> int:
     with escapes_what_stdout_cannot_hold(), no_empty_torch_cache_folder():  # --help too: several commands' help holds β, Σ or ±
         try:
-            return _run(argv)
+            return _run(argv, torch_before)
         finally:  # under torchrun, a refusal too: each rank ends with its one line and status, not gloo's abort
             close_process_group()
 
@@ -53,7 +56,7 @@ def _say_interrupted() -> None:
     say_interrupted()
 
 
-def _run(argv: Sequence[str] | None) -> int:
+def _run(argv: Sequence[str] | None, torch_before: bool = False) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # A command (its --help too) offers the tables' names: installed plug-ins register theirs first. The top level's
@@ -76,7 +79,7 @@ def _run(argv: Sequence[str] | None) -> int:
         check_optional_files(args)
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)):
+        with bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)), threads_fitted(args, torch_before):
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code

@@ -18,6 +18,7 @@ from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from ..training.config import TrainConfig
+from .torch_threads import runs_a_model
 
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
@@ -123,6 +124,7 @@ def add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> Non
     parser.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
                         help="where the model runs: auto = the GPU when there is one, else the CPU")
     parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
+    runs_a_model(parser)
 
 
 def seed_option(text: str) -> int:

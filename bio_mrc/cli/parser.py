@@ -23,6 +23,7 @@ from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_FORMS, DATA_HELP, D
                       add_network_options, add_precision_option, count_option, seed_option)
 from .score_commands import cmd_compare, cmd_evaluate
 from .train_command import cmd_train
+from .torch_threads import runs_a_model
 from .tune_command import cmd_tune
 
 _DESCRIPTION = ("bio-mrc: extractive question answering with a BIO tagging head and a start/end span head on one "
@@ -214,6 +215,7 @@ def _add_export_command(add_command) -> None:
                                                    "checked at export (onnx) (default: 0.0001)")
     export.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
     export.set_defaults(func=cmd_export)
+    runs_a_model(export)  # on the CPU: the export is checked against PyTorch's outputs
 
     convert = add_command("convert", help="save transformers' extractive QA model (BertForQuestionAnswering and its kin; "
                                           "a folder or hub id) as a bio_mrc model with a span head, for tune and the rest")
@@ -231,6 +233,7 @@ def _add_export_command(add_command) -> None:
         convert.add_argument(f"--{option.replace('_', '-')}", type=functools.partial(count_option, least=least.get(option, 1)),
                              help=window_help[option].format(default))
     convert.set_defaults(func=cmd_convert)
+    runs_a_model(convert)
 
 
 def _add_serve_command(add_command) -> None:
