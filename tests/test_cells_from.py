@@ -150,6 +150,27 @@ def test_a_report_that_scored_the_same_questions_as_another_task_is_refused(earl
     assert not (tmp_path / "models").exists()
 
 
+def test_a_report_decoded_at_a_fixed_answer_length_says_how_to_reuse_its_cells(earlier, tiny_encoder_dir, tmp_path):
+    """A report whose decode names an answer-length limit (every report written before a model kept its own wrote
+    the default, 30) against a config that leaves it to each model: refused, saying which limit to give."""
+    report = json.loads(lzma.decompress(earlier[0].read_bytes()))
+    assert report["config"]["decode"]["max_answer_length"] is None  # this comparison's: each model's own limit
+    report["config"]["decode"]["max_answer_length"] = 30
+    fixed = tmp_path / "report.json"
+    fixed.write_text(json.dumps(report), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r'decode answers of at most 30 tokens.*"decode": \{"max_answer_length": 30\}'):
+        compare(parse_config(tiny_config(tiny_encoder_dir)), FIXTURES, tmp_path / "out", cells_from=fixed)
+    with pytest.raises(ConfigError, match="'decode' options") as refused:  # another limit given: no hint to give 30
+        compare(parse_config(tiny_config(tiny_encoder_dir, decode={"max_answer_length": 20})), FIXTURES, tmp_path / "out", cells_from=fixed)
+    assert "at most 30 tokens" not in str(refused.value)
+    assert not (tmp_path / "out" / "models").exists()  # refused before anything was trained
+    del report["config"]["decode"]["min_span_probability"]  # a report written before the option: none, as then
+    fixed.write_text(json.dumps(report), encoding="utf-8")
+    results, _ = compare(parse_config(tiny_config(tiny_encoder_dir, decode={"max_answer_length": 30})), FIXTURES,
+                         tmp_path / "given", cells_from=fixed)
+    assert results.cells_from["models"] == [{"run": "span-only", "seed": 1}]
+
+
 def test_a_run_the_report_holds_with_an_option_at_its_older_value_is_its_own(tmp_path):
     """A report keeps ``tag_mentions: annotated`` (the value a run without it means); one written before it kept it
     names no ``tag_mentions``: both are the same run, and ``every`` is another."""

@@ -183,6 +183,19 @@ def test_the_first_form_names_its_task_by_metric_and_version():
     assert upgrade_report({**first, "eval": {"version": "multispan", "metric": "multispan"}}, "r")["eval"] == {"task": "multispanqa"}
 
 
+def test_a_first_form_report_written_before_rows_counted_their_training_questions_reads_them_as_unknown(tmp_path):
+    stored = copy.deepcopy(_stored("v2-from-reader"))
+    assert "format_version" not in stored  # the first form
+    for row in stored["summary"]["rows"]:
+        del row["train_questions"]
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    read = read_report(path)
+    assert [row.train_questions for row in read.summary.rows] == [None] * len(stored["summary"]["rows"])
+    committed = _committed("v2-from-reader")
+    assert [cell.to_json() for cell in read.results.cells] == [cell.to_json() for cell in committed.results.cells]
+
+
 def test_a_report_of_a_later_format_is_refused_saying_what_to_do(tmp_path):
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"format_version": REPORT_FORMAT + 1, "config": {}, "eval": {}, "eval_ids": [], "cells": []}))

@@ -359,6 +359,9 @@ def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
 # The value a run's settings mean by an option they leave out: an option added later (as every earlier model had it) or
 # a default not asked (as its models trained, the same whether asked or not).
 RUN_OPTIONS_WHEN_ABSENT = {**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **unasked_defaults(TrainConfig)}
+# Decoding options added after the first reports were written, and what a report's decode without one means: the
+# value every comparison decoded with then.
+DECODE_OPTIONS_WHEN_ABSENT = {"min_span_probability": None}
 RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision", "length_prior_tuning", "fold_training_share")  # a run's keys that are no TrainConfig fields
 
 

@@ -21,6 +21,7 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
+from ..config_schema import whole_number
 from ..data.limits import max_json_bytes, read_at_most
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError, argument
@@ -28,7 +29,7 @@ from ..io import special_file_kind
 from ..json_syntax import json_value
 from ..model_folder import special_float
 from ..plurals import counted
-from .config import RUN_OPTIONS_WHEN_ABSENT, CompareConfig
+from .config import DECODE_OPTIONS_WHEN_ABSENT, RUN_OPTIONS_WHEN_ABSENT, CompareConfig
 from .results import Cell
 from .saved_report import SavedReport
 
@@ -117,8 +118,10 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
     _check_same(path, "the tuning questions", (earlier.tune or {}).get("question_hash"), questions["tune"])
     _check_content(path, "the tuning questions'", earlier.tune, questions.get("tune_content"))
     current = config.to_dict()
-    for key in ("decode", "cross_validation"):
-        _check_same(path, f"the {key!r} options", earlier.config.get(key), current.get(key))
+    decode = earlier.config.get("decode")
+    decode = {**DECODE_OPTIONS_WHEN_ABSENT, **decode} if isinstance(decode, dict) else decode  # a report before an option
+    _check_same(path, "the 'decode' options", decode, current.get("decode"), _answer_length_hint(decode, current.get("decode")))
+    _check_same(path, "the 'cross_validation' options", earlier.config.get("cross_validation"), current.get("cross_validation"))
     earlier_runs = {run["name"]: run for run in earlier.config.get("runs", [])}
     for run in config.runs:
         if run.name in earlier_runs:
@@ -206,7 +209,7 @@ def _check_cell(source: str, number: int, cell: Cell, n_questions: int) -> None:
                           f"{counted(n_questions, 'evaluation question')} ({lengths if len(lengths) > 1 else 'no em, f1 or counts'})")
 
 
-def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None:
+def _check_same(path: str | Path, what: str, earlier: Any, current: Any, hint: str = "") -> None:
     if earlier == current:
         return
     if isinstance(earlier, list) and isinstance(current, list):
@@ -214,7 +217,20 @@ def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None
         how = f"{len(earlier)} there, {len(current)} here; the first difference at position {first}"
     else:
         how = f"{json_value(earlier, whole=True)} there, {json_value(current, whole=True)} here"
-    raise ConfigError(f"{argument('cells_from', str(path))}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
+    raise ConfigError(f"{argument('cells_from', str(path))}: {what} differ from this comparison's ({how}), so its cells are not this comparison's{hint}")
+
+
+def _answer_length_hint(earlier: Any, current: Any) -> str:
+    """What to give where the decode options differ in the answer-length limit alone, fixed in the report and left to
+    each model here (``max_answer_length`` null: a model's own limit, at least the default): every report written before
+    models kept a limit of their own names the default, 30."""
+    if not isinstance(earlier, dict) or not isinstance(current, dict) or current.get("max_answer_length") is not None:
+        return ""
+    limit = earlier.get("max_answer_length")
+    if {**earlier, "max_answer_length": None} != current or not whole_number(limit):
+        return ""
+    return (f"; its cells decode answers of at most {limit} tokens, this comparison's each model's own limit: "
+            f'give "decode": {{"max_answer_length": {limit}}} in the config to decode as it did and reuse them')
 
 
 def _check_content(path: str | Path, whose: str, earlier: dict[str, Any] | None, current: str | None) -> None:

@@ -49,8 +49,18 @@ def upgrade_report(report: dict[str, Any], source: str) -> dict[str, Any]:
     if version == _FIRST_FORM:
         evaluation = dict(report["eval"])
         evaluation["task"] = first_form_task(evaluation.pop("metric", None), evaluation.pop("version", None))
-        report = {**report, "eval": evaluation, "format_version": REPORT_FORMAT}
+        report = {**report, "eval": evaluation, "format_version": REPORT_FORMAT, **_first_form_summary(report.get("summary"))}
     return report
+
+
+def _first_form_summary(summary: Any) -> dict[str, Any]:
+    """A first-form summary whose rows were written before rows counted their training questions: each such row's
+    ``train_questions`` read as None, the count unknown (the learning curve leaves it out); ``{}`` for any other."""
+    if not isinstance(summary, dict) or not isinstance(summary.get("rows"), list):
+        return {}
+    rows = [{**row, "train_questions": None} if isinstance(row, dict) and "train_questions" not in row else row
+            for row in summary["rows"]]
+    return {"summary": {**summary, "rows": rows}}
 
 
 def first_form_task(metric: str | None, version: str | None) -> str:
