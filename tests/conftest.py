@@ -411,15 +411,17 @@ def span_model(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture(scope="session")
 def onnx_dir(trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``trained_dir`` exported to ONNX through the command line once a session and shared by every module that only
-    reads it (the dynamo exporter takes some 10 s on 2 cores); a test that writes into it copies it first."""
+    """``trained_dir`` exported to ONNX through the command line once a run, as ``trained_dir`` is trained, and shared by
+    every module that only reads it (the dynamo exporter takes some 10 s on 2 cores); a test that writes into it copies
+    it first."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     from bio_mrc.cli import main
 
-    out = tmp_path_factory.mktemp("onnx") / "exported"
-    assert main(["export", "--model", str(trained_dir), "--output", str(out), "--format", "onnx"]) == 0
-    return out
+    def export(folder: Path) -> None:
+        assert main(["export", "--model", str(trained_dir), "--output", str(folder / "exported"), "--format", "onnx"]) == 0
+
+    return built_once(tmp_path_factory, "onnx", export) / "exported"
 
 
 def forget_training_questions(model_dir: Path) -> Path:

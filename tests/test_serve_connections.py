@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import select
 import socket
 import threading
 import time
@@ -121,11 +122,15 @@ def test_a_request_head_not_all_sent_in_time_is_a_408_and_the_connection_closed(
 def test_a_head_sent_in_time_is_answered_and_its_connection_kept_alive(extractor):  # noqa: F811
     """The head's time covers the head alone: a request whose head comes at once is answered, however long its
     connection then stays open within --keep-alive-s, and a second request on it is answered too."""
-    with serving(extractor, head_timeout_s=0.3, keep_alive_s=60) as url:
-        with httpx.Client(base_url=url, timeout=60) as client:
-            assert client.get("/health").status_code == 200
-            time.sleep(0.6)  # twice the head's time, idle between requests: the keep-alive's time, not the head's
-            assert client.post("/answer", json=GOOD).status_code == 200
+    body = json.dumps(GOOD).encode()
+    with serving(extractor, head_timeout_s=0.3, keep_alive_s=60) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert read_response(sock).startswith(b"HTTP/1.1 200 ")
+        with socket.create_connection(address(url), timeout=10) as silent:  # opened after that answer
+            data, _ = read_until_closed(silent)  # its 408: the head's time has passed since, idle on the kept one
+        assert refusal(data)[0] == 408
+        sock.sendall(POST_HEAD + b"content-length: %d\r\n\r\n%s" % (len(body), body))
+        assert read_response(sock).startswith(b"HTTP/1.1 200 ")  # the keep-alive's time, not the head's
 
 
 def test_connections_past_the_limit_are_refused_at_once_and_room_comes_back(extractor, operator_lines):  # noqa: F811
@@ -293,7 +298,7 @@ def test_a_client_that_reads_none_of_its_responses_is_closed_and_its_place_comes
     request being answered waited for ever to be written, holding its place among --max-concurrent-requests (here
     one), and every other request was refused 503 for as long as the client kept its socket. Its connection is now
     closed once it has read nothing for --request-timeout-s, and the place comes back."""
-    config = ServeConfig(max_concurrent_requests=1, request_timeout_s=1, head_timeout_s=60)
+    config = ServeConfig(max_concurrent_requests=1, request_timeout_s=0.2, head_timeout_s=60)
     app, settings = create_app(extractor, config), server.connection_settings(config)
     held, refused = threading.Event(), threading.Event()
 
@@ -330,7 +335,7 @@ def test_a_client_that_reads_none_of_its_responses_is_closed_and_its_place_comes
             time.sleep(0.05)
             statuses.append(httpx.post(url + "/answer", json=GOOD, timeout=10).status_code)
     assert statuses[0] == 503
-    assert "a client read none of its response for 1 s (--request-timeout-s): its connection closed" in operator_lines
+    assert "a client read none of its response for 0.2 s (--request-timeout-s): its connection closed" in operator_lines
 
 
 def test_the_options_reach_uvicorn(monkeypatch):
@@ -452,14 +457,31 @@ def test_serve_names_the_flags_of_a_backlog_the_hard_limit_cannot_hold(monkeypat
 
 
 def test_a_client_still_writing_after_its_408_reads_the_refusal(extractor, operator_lines):  # noqa: F811
-    """A client that keeps sending header lines for a second past its head's time, reading nothing meanwhile, then
-    reads: the 408 is there, then the connection's end. Closed at once, the server's kernel answers those lines with a
-    reset, which discards the refusal unread."""
-    with serving(extractor, head_timeout_s=0.3, keep_alive_s=60) as url, socket.create_connection(address(url), timeout=10) as sock:
+    """A client that keeps sending header lines past its head's time, reading nothing meanwhile, then reads: the 408
+    is there, then the connection's end. The server goes on taking what the client sends after its refusal (seen
+    here: its connection is handed those lines); closed at once, its kernel answers them with a reset, which fails
+    the client's next write and can discard the refusal unread."""
+    config = ServeConfig(head_timeout_s=0.3, keep_alive_s=60)
+    settings, drained = server.connection_settings(config), threading.Event()
+
+    class Draining(settings["http"]):
+        """The server's protocol, saying when it is handed what its client sent after the refusal."""
+
+        def data_received(self, data: bytes) -> None:
+            if self.lingering:
+                drained.set()
+            super().data_received(data)
+
+    app = create_app(extractor, config)
+    with running(app, **{**settings, "http": Draining}) as url, socket.create_connection(address(url), timeout=10) as sock:
         sock.sendall(b"POST /answer HTTP/1.1\r\nHost: localhost\r\n")
-        for line in range(20):
-            time.sleep(0.05)
+        line = 0
+        while not select.select([sock], [], [], 0.05)[0]:  # a header line every 0.05 s until the refusal has come
             sock.sendall(b"x-slow-%d: 1\r\n" % line)
+            line += 1
+        sock.sendall(b"x-late: 1\r\n")  # after the refusal, which is left unread
+        assert drained.wait(30), "the server took nothing its client sent after the refusal"
+        sock.sendall(b"x-later: 1\r\n")
         data, _ = read_until_closed(sock)
     status, body = refusal(data)
     assert status == 408 and body["detail"].startswith("the request line and headers were not all sent within 0.3 s")
