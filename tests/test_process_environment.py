@@ -41,6 +41,7 @@ def test_a_closed_standard_error_never_sends_the_error_line_into_standard_output
     assert code == 2
     assert capsys.readouterr().out == ""
     assert stream is not None and stream.name == os.devnull
+    stream.close()  # the command's for the rest of its process; this process goes on with the suite's
 
 
 @pytest.mark.slow

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import math
 import socket
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -554,6 +556,37 @@ def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, mod
     assert host == "127.0.0.1" and port == 8123 and options["connections"]["http"].head_timeout_s == 3
     with TestClient(app, base_url="http://localhost:8123") as client:  # the Host a browser on this machine sends
         assert client.get("/health").json()["model"] == "tiny-joint"
+
+
+@pytest.mark.slow  # over 3 s alone on 2 cores: the helper process starts
+@pytest.mark.parametrize("frozen_before", [False, True], ids=["nothing frozen", "the caller's objects frozen"])
+def test_a_server_that_returns_lets_its_model_go(monkeypatch, model_dir, frozen_before):
+    """run_server freezes what is loaded out of the collector's sight while it serves; once it returns (SIGTERM), its
+    model, app and scheduler, which hold one another, are collected, and the caller's own freeze is as it was."""
+    from bio_mrc.serving import app as app_module, server
+
+    models = []
+    create_app = app_module.create_app
+    monkeypatch.setattr(app_module, "create_app", lambda extractor, config=None, name=None: (
+        models.append(weakref.ref(extractor.trained.model)), create_app(extractor, config, name))[1])
+
+    def serve_one_request(app, host, port, **options):
+        with TestClient(app, base_url=f"http://localhost:{port}") as client:
+            assert client.post("/answer", json={"question": "Who?", "context": "Ada wrote it."}).status_code == 200
+
+    monkeypatch.setattr(server, "serve_until_stopped", serve_one_request)
+    gc.collect()
+    gc.unfreeze()  # the suite froze what collection made (tests/conftest.py); frozen again below
+    try:
+        if frozen_before:
+            gc.freeze()
+        before = gc.get_freeze_count()
+        server.run_server(model_dir, ServeConfig(port=8124), precision="fp32")
+        assert gc.get_freeze_count() <= before  # nothing more frozen (frozen objects freed since leave the count)
+        gc.collect()
+        assert [model() for model in models] == [None]
+    finally:
+        gc.freeze()
 
 
 async def _empty_app(scope, receive, send):

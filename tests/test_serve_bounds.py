@@ -854,28 +854,28 @@ def test_the_helper_process_ends_when_the_server_is_killed(tmp_path, started_in)
     ends anyway, so the server's standard error, which it shares, reaches its end for whoever reads it."""
     script = tmp_path / "server.py"
     script.write_text(ORPHANED_SCRIPT)
-    server = subprocess.Popen([sys.executable, str(script), started_in], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    helper = None
-    try:
-        pid, same = server.stdout.readline().split()
-        helper = int(pid)
-        assert same == "True"
-        server.kill()
-        server.wait(60)
-        read_to_end = threading.Thread(target=server.stderr.read, daemon=True)
-        read_to_end.start()
-        read_to_end.join(30)  # a hang guard: the helper ends within a second or so
-        assert not read_to_end.is_alive(), "the server's standard error is still held open"
-        for _ in range(150):  # a hang guard as well
-            if _gone(helper):
-                break
-            time.sleep(0.1)
-        assert _gone(helper)
-    finally:
-        server.kill()
-        if helper is not None and not _gone(helper):
-            os.kill(helper, signal.SIGKILL)
+    with subprocess.Popen([sys.executable, str(script), started_in], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=tmp_path) as server:  # its pipes closed at the end
+        helper = None
+        try:
+            pid, same = server.stdout.readline().split()
+            helper = int(pid)
+            assert same == "True"
+            server.kill()
+            server.wait(60)
+            read_to_end = threading.Thread(target=server.stderr.read, daemon=True)
+            read_to_end.start()
+            read_to_end.join(30)  # a hang guard: the helper ends within a second or so
+            assert not read_to_end.is_alive(), "the server's standard error is still held open"
+            for _ in range(150):  # a hang guard as well
+                if _gone(helper):
+                    break
+                time.sleep(0.1)
+            assert _gone(helper)
+        finally:
+            server.kill()
+            if helper is not None and not _gone(helper):
+                os.kill(helper, signal.SIGKILL)
 
 
 UNGUARDED_SCRIPT = """import os

@@ -143,8 +143,10 @@ def test_many_runs_are_laid_out_as_a_grid_of_panels(tmp_path):
     from bio_mrc.harness.plots import plot_training_loss
 
     line = {"seed": 42, "steps": [25, 50, 75], "loss": [3.0, 2.0, 1.5]}
-    three = Image.open(plot_training_loss({f"run-{i}": [line] for i in range(3)}, tmp_path / "three.png")).size
-    seven = Image.open(plot_training_loss({f"run-{i}": [line] for i in range(7)}, tmp_path / "seven.png")).size
+    with Image.open(plot_training_loss({f"run-{i}": [line] for i in range(3)}, tmp_path / "three.png")) as image:
+        three = image.size
+    with Image.open(plot_training_loss({f"run-{i}": [line] for i in range(7)}, tmp_path / "seven.png")) as image:
+        seven = image.size
     assert abs(seven[0] - three[0]) < 0.1 * three[0]  # three panels across either way: the grid grows downwards
     assert seven[1] > 2.5 * three[1]
 

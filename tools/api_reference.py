@@ -123,6 +123,7 @@ with open("questions.jsonl", "w", encoding="utf-8") as file:
 assert [example.id for example in stream_squad("questions.jsonl", limit=2)] == ["q0", "q1"]  # read a line at a time
 ''',
     "bio_mrc.inference.paired_evaluation.compare_predictions": '''import json
+from pathlib import Path
 
 from bio_mrc.inference.paired_evaluation import compare_predictions
 
@@ -132,7 +133,7 @@ files = {"dev.jsonl": "".join(json.dumps(row) + "\\n" for row in rows),
          "new.json": json.dumps({"q0": "Ada", "q1": "Ada", "q2": "Ada", "q3": "wrote"}),
          "old.json": json.dumps({"q0": "Ada", "q1": "wrote", "q2": "wrote", "q3": "wrote"})}
 for name, text in files.items():
-    open(name, "w", encoding="utf-8").write(text)
+    Path(name).write_text(text, encoding="utf-8")
 result = compare_predictions("dev.jsonl", "new.json", "old.json", n_resamples=200)
 print(result.new.metrics["exact_match"], result.baseline.metrics["exact_match"])  # 75.0 25.0
 print(result.to_dict("new.json", "old.json")["difference"]["exact_match"])  # the difference (50.0), its bootstrap interval and p-value

@@ -15,7 +15,7 @@ import json
 import re
 import unicodedata
 import zlib
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -53,6 +53,14 @@ class Records:
     rows: Iterable[tuple[str, Any]] | None = None
     examples: list[Example | DataFormatError] | None = None
     parts: bool = False
+
+    def close(self) -> None:
+        """Let go of a source read lazily (a file's lines, a dataset's rows) where its reading stopped part-way: a
+        question refused while it was read would otherwise hold the file, or the dataset's memory map, for as long as
+        its error's traceback (which holds the reader's frame) is kept."""
+        for reader in (self.rows, self.squad):
+            if isinstance(reader, Generator):
+                reader.close()
 
 
 def split_spec(text: str) -> tuple[str, str | None]:

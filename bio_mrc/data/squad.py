@@ -4,6 +4,7 @@ columns (JSON Lines, datasets), through one per-question validation."""
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import re
 import unicodedata
@@ -148,8 +149,9 @@ def read_squad(
 ) -> SquadFile:
     """What :func:`load_squad` reads, a ``limit`` past the questions unsaid: for a caller that says it in its own words."""
     detected = detect_format(data, split, data_format)
-    with detected.errors_described():
+    with detected.errors_described(), contextlib.ExitStack() as reading:
         records = detected.read()
+        reading.callback(records.close)  # a question refused part-way: the file is let go with the call
         if records.examples is not None:
             result = _whole_layout(records.examples, SquadFile([], "1.1", records.name), limit, skip_invalid, needs_gold)
         elif records.rows is not None:
@@ -303,8 +305,9 @@ class SquadStream:
 
     def _read(self) -> Iterator[Example]:
         detected = detect_format(self.data, self.split, self.data_format)
-        with detected.errors_described():
+        with detected.errors_described(), contextlib.ExitStack() as reading:
             records = detected.read(stream=True)
+            reading.callback(records.close)  # a question refused part-way, or a stream closed: the file is let go now
             result = SquadFile([], "1.1", records.name)
             self.source, self.format = records.name, detected.format
             self.skipped, self.fixed_offsets, self.found_offsets = result.skipped, result.fixed_offsets, result.found_offsets
@@ -316,6 +319,7 @@ class SquadStream:
                 questions = (_row_question(row, f"{records.name}, {where}") for where, row in records.rows)
             else:
                 questions = _article_questions(records.squad, records.name)
+            reading.callback(questions.close)  # the stream's parser and file, which only this generator holds
             examples = validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid, self.needs_gold)
             yield from (read_as_parts(examples, records.name) if records.parts else examples)
         header = str(getattr(records.squad, "version", None) or "1.1").lstrip("v")

@@ -99,7 +99,9 @@ def load_browser_data(path: str | Path) -> ModelBrowserData | None:
     """What :func:`save_browser_data` wrote, or None when there is no such file."""
     if not Path(path).is_file():
         return None
-    with np.load(path, allow_pickle=False) as saved:
+    # NumPy's reader opened by name keeps the file open where its archive cannot be read (a file cut short): given
+    # the open file, it is closed here whatever np.load raises
+    with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as saved:
         tags = {key: saved[key] for key in ("word_counts", "word_offsets", "tag_bytes") if key in saved}
         return ModelBrowserData(saved["ids"].tolist(), saved["decodings"].tolist(), saved["span_offsets"], **tags)
 

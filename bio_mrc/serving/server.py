@@ -50,14 +50,30 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     if commit := snapshot_commit(model_dir, extractor.trained.path):  # the snapshot a moving branch or tag gave
         at += f" (commit {commit})"
     print(printable_line(f"serving {model_dir}{at} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
-    gc.collect()
-    gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
-        serve_until_stopped(app, config.host, config.port, stopping=application.state.scheduler.close,
-                            grace_s=config.stop_grace_s, connections=connection_settings(config))
+        with _loaded_frozen():
+            serve_until_stopped(app, config.host, config.port, stopping=application.state.scheduler.close,
+                                grace_s=config.stop_grace_s, connections=connection_settings(config))
     finally:
         sys.setswitchinterval(previous)
+
+
+@contextlib.contextmanager
+def _loaded_frozen() -> Iterator[None]:
+    """What is loaded (the model, the libraries) frozen out of the collector's sight while the server runs, so full
+    collections need not walk it, and given back to the collector when it returns: the app, its scheduler and its model
+    hold one another, and frozen they would stay in memory for the rest of a process that goes on after serving (or
+    serves again). A caller that froze objects of its own has its freeze left as it is, and nothing more frozen."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def guarded(application: Any, config: ServeConfig) -> Any:
