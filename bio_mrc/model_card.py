@@ -560,9 +560,7 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None, config
     if isinstance(versions := record.get("versions"), Mapping) and versions:
         lines.append("Trained with " + ", ".join(f"{name} {printable_line(str(version))}" for name, version in versions.items()) + ".")
     if isinstance(fingerprint := record.get("training_questions"), Mapping):
-        lines.append(f"Its run record keeps a fingerprint of the {_count(fingerprint.get('questions'))} questions it was trained on in "
-                     "every stage (`training_questions`: a 64-bit hash of each question's text and context), which `tune` and "
-                     "`compare` read to keep them out of tuning and evaluation.")
+        lines.append(_fingerprint_words(fingerprint))
     if trained_on:
         lines.append(f"Training questions: {_code(trained_on.get('description'))} ({_count(trained_on.get('questions'))} questions, "
                      f"hash {_code(trained_on.get('question_hash'))}).")
@@ -575,6 +573,19 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None, config
     rows = [(f"`{key}`", _option_value(key, value, config)) for key, value in options.items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))
+
+
+def _fingerprint_words(fingerprint: Mapping) -> str:
+    """What the run record's ``training_questions`` holds: every stage's questions, or those of the stages since a
+    model whose record kept none (``partial``)."""
+    stages = ("the stages that recorded theirs" if fingerprint.get("partial") is True else "every stage")
+    line = (f"Its run record keeps a fingerprint of the {_count(fingerprint.get('questions'))} questions it was trained on in "
+            f"{stages} (`training_questions`: a 64-bit hash of each question's text and context), which `tune` and "
+            "`compare` read to keep them out of tuning and evaluation.")
+    if fingerprint.get("partial") is True:
+        line += (" The questions of an earlier stage are not recorded: the model it continued kept none (an earlier "
+                 "version's, or one from elsewhere).")
+    return line
 
 
 def _steps_words(record: Mapping) -> str:

@@ -40,7 +40,8 @@ _FINGERPRINT = {
     "properties": {"scheme": {"type": "string", "maxLength": 100}, "version": {"type": "integer", "minimum": 1},
                    "questions": {"type": "integer", "minimum": 0, "maximum": MAX_QUESTIONS},
                    "hashes": {"type": "string", "maxLength": MAX_BASE64_CHARS, "pattern": r"^[A-Za-z0-9+/]*={0,2}\Z",
-                              "problem": f"base64 text of at most {MAX_BASE64_CHARS:,} characters"}},
+                              "problem": f"base64 text of at most {MAX_BASE64_CHARS:,} characters"},
+                   "partial": {"type": "boolean"}},  # true: an earlier stage's questions are not in it
 }
 # What a model learned from, stage by stage, and the held-out scores taken during training.
 _STAGES = {"type": ["array", "null"], "items": {"type": "object", "properties": {"data": _TEXT, "questions": _COUNT, "continued_from": _TEXT}}}

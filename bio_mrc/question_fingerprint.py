@@ -48,17 +48,22 @@ def question_hashes(examples: Sequence[Example]) -> np.ndarray:
     return np.frombuffer(bytes(digests), dtype="<u8")
 
 
-def fingerprint(examples: Sequence[Example], earlier: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+def fingerprint(examples: Sequence[Example], earlier: Mapping[str, Any] | None = None,
+                continued: bool = False) -> dict[str, Any] | None:
     """The fingerprint of ``examples`` joined with ``earlier`` (a model's record of the stages before, where it is of this
-    scheme); None past :data:`MAX_QUESTIONS` questions, which no record holds."""
+    scheme); None past :data:`MAX_QUESTIONS` questions, which no record holds. ``continued``: ``examples`` continue a
+    model; where its record keeps no fingerprint this version reads (an earlier version's model, a converted one), or one
+    itself partial, the fingerprint says so (``partial``: an earlier stage's questions are not in it)."""
     hashes = question_hashes(examples)
-    if earlier is not None and is_readable(earlier):
+    readable = earlier is not None and is_readable(earlier)
+    if readable:
         hashes = np.concatenate([hashes, decoded_hashes(earlier)])
     unique = np.unique(hashes).astype("<u8")
     if len(unique) > MAX_QUESTIONS:
         return None
+    partial = continued and (not readable or earlier.get("partial") is True)
     return {"scheme": SCHEME, "version": VERSION, "questions": int(len(unique)),
-            "hashes": base64.b64encode(unique.tobytes()).decode("ascii")}
+            "hashes": base64.b64encode(unique.tobytes()).decode("ascii"), **({"partial": True} if partial else {})}
 
 
 def is_readable(record: Mapping[str, Any]) -> bool:

@@ -113,10 +113,35 @@ def test_the_same_question_in_json_lines_under_another_id_matches(stages, tmp_pa
 
 def test_a_continued_model_knows_both_stages(stages, tmp_path, capsys):
     record = json.loads((stages["continued"] / RUN_FILE).read_text())["training_questions"]
-    assert record["questions"] == 20
+    assert record["questions"] == 20 and "partial" not in record
     for data in (stages["first"], stages["second"]):
         assert tune(stages["continued"], data, tmp_path / "tuned") == 2
         assert "10 of its 10 questions are questions" in capsys.readouterr().err
+
+
+def test_a_model_continued_from_one_whose_record_keeps_no_fingerprint_says_its_fingerprint_is_partial(stages, tmp_path, capsys):
+    """An earlier version's model keeps no fingerprint: the model continued from it knows the new stage's questions
+    alone, and its record and card say so, never that they are every stage's."""
+    older = copy_with_record(stages["model"], tmp_path / "older", training_questions=None)
+    continued = train(stages["second"], tmp_path / "continued", "--init-from", str(older))
+    record = json.loads((continued / RUN_FILE).read_text())["training_questions"]
+    assert record["questions"] == 10 and record["partial"] is True
+    card = (continued / "README.md").read_text(encoding="utf-8")
+    assert "fingerprint of the 10 questions it was trained on in the stages that recorded theirs" in card
+    assert "The questions of an earlier stage are not recorded" in card and "in every stage" not in card
+    again = train(stages["first"], tmp_path / "again", "--init-from", str(continued))  # partial it stays
+    assert json.loads((again / RUN_FILE).read_text())["training_questions"]["partial"] is True
+    capsys.readouterr()
+    assert tune(continued, stages["second"], tmp_path / "tuned") == 2  # the stage it keeps is still refused
+    assert "10 of its 10 questions are questions" in capsys.readouterr().err
+
+
+def test_a_fingerprint_of_a_continued_model_is_partial_where_the_earlier_one_is_unknown(stages):
+    first, second = load_squad(stages["first"]).examples, load_squad(stages["second"]).examples
+    assert "partial" not in fingerprint(second) and "partial" not in fingerprint(second, fingerprint(first), continued=True)
+    assert fingerprint(second, None, continued=True)["partial"] is True
+    assert fingerprint(second, {"scheme": "later", "version": 9}, continued=True)["partial"] is True
+    assert fingerprint(first, fingerprint(second, None, continued=True), continued=True)["partial"] is True
 
 
 def test_the_library_check_counts_warns_and_refuses(stages, tmp_path):

@@ -196,6 +196,21 @@ def test_a_first_form_report_written_before_rows_counted_their_training_question
     assert [cell.to_json() for cell in read.results.cells] == [cell.to_json() for cell in committed.results.cells]
 
 
+def test_a_first_form_report_written_before_its_summary_kept_paired_statistics_is_refused_saying_what_to_do(tmp_path):
+    stored = copy.deepcopy(_stored("v2-from-reader"))
+    assert "format_version" not in stored  # the first form
+    for key in ("baseline", "resampling", "contrasts", "intervals"):  # as a report of then: its pairs alone
+        del stored["summary"][key]
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(stored), encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        read_report(path)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message
+    assert "summary is not a comparison summary: it lacks ['baseline', 'resampling', 'contrasts', 'intervals']" in message
+    assert message.endswith("run the comparison again without cells_from")  # --cells-from on the command line
+
+
 def test_a_report_of_a_later_format_is_refused_saying_what_to_do(tmp_path):
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"format_version": REPORT_FORMAT + 1, "config": {}, "eval": {}, "eval_ids": [], "cells": []}))

@@ -256,6 +256,32 @@ def test_a_refused_resume_names_an_option_left_out_of_the_record_by_its_value(tm
     assert '(tag_mentions: "every" then, "annotated" now)' in str(refused.value)
 
 
+def test_a_refused_resume_says_what_to_do(tmp_path):
+    """A checkpoint of other options or questions is refused saying how to continue it or start over; one saved by an
+    earlier version before an option existed, whose value then no option gives (the encoder's own dropout), says the
+    run cannot be continued and how to start over."""
+    from bio_mrc.training.checkpoints import _check_same_run
+
+    record = tmp_path / TRAIN_CONFIG_FILE
+    record.write_text(json.dumps({"train": {"epochs": 3.0}, "questions": "h"}))
+    with pytest.raises(ResumeError) as refused:
+        _check_same_run(tmp_path, {"train": {"epochs": 4.0}, "questions": "h"}, tmp_path / "checkpoint-5")
+    assert str(refused.value).endswith(f"(epochs: 3.0 then, 4.0 now); give the options it was trained with to resume it, "
+                                       f"or delete {tmp_path} to start over")
+    with pytest.raises(ResumeError) as refused:
+        _check_same_run(tmp_path, {"train": {"epochs": 3.0}, "questions": "other"}, tmp_path / "checkpoint-5")
+    assert str(refused.value).endswith(f"give the questions it was trained on to resume it, or delete {tmp_path} to start over")
+    # as an earlier version wrote it: no dropout, precision or tag_mentions, the dropout its encoder's own
+    record.write_text(json.dumps({"train": {"epochs": 3.0}, "questions": "h"}))
+    now = {"epochs": 3.0, "attention_dropout": 0.0, "hidden_dropout": 0.0, "tag_mentions": "every"}
+    with pytest.raises(ResumeError) as refused:
+        _check_same_run(tmp_path, {"train": now, "questions": "h"}, tmp_path / "checkpoint-5")
+    message = str(refused.value)
+    assert "\n" not in message and "attention_dropout: null then, 0.0 now" in message
+    assert message.endswith(f"it was saved before attention_dropout and hidden_dropout existed, by a version this one "
+                            f"cannot continue exactly: delete {tmp_path} to start over")
+
+
 @pytest.mark.parametrize("option", [[], ["--resume"], ["--overwrite"], ["--resume", "--overwrite"]])
 def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_it(tmp_path, capsys, monkeypatch, option):
     import bio_mrc.cli.train_command

@@ -22,10 +22,11 @@ import numpy as np
 
 from .. import registry
 from ..config_schema import whole_number
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..json_syntax import json_value
 from ..types import Example
 from .cell_key import CellKey
+from .statistics_records import STATISTICS_KINDS
 
 if TYPE_CHECKING:
     from .summary_records import Summary
@@ -49,15 +50,20 @@ def upgrade_report(report: dict[str, Any], source: str) -> dict[str, Any]:
     if version == _FIRST_FORM:
         evaluation = dict(report["eval"])
         evaluation["task"] = first_form_task(evaluation.pop("metric", None), evaluation.pop("version", None))
-        report = {**report, "eval": evaluation, "format_version": REPORT_FORMAT, **_first_form_summary(report.get("summary"))}
+        report = {**report, "eval": evaluation, "format_version": REPORT_FORMAT, **_first_form_summary(report.get("summary"), source)}
     return report
 
 
-def _first_form_summary(summary: Any) -> dict[str, Any]:
+def _first_form_summary(summary: Any, source: str) -> dict[str, Any]:
     """A first-form summary whose rows were written before rows counted their training questions: each such row's
-    ``train_questions`` read as None, the count unknown (the learning curve leaves it out); ``{}`` for any other."""
+    ``train_questions`` read as None, the count unknown (the learning curve leaves it out); ``{}`` for any other. One
+    written before summaries kept their paired statistics (a baseline, its contrasts, each cell's interval) is a
+    :class:`ConfigError` saying what to do: nothing this version reports can be made of its cells without them."""
     if not isinstance(summary, dict) or not isinstance(summary.get("rows"), list):
         return {}
+    if missing := [name for name in STATISTICS_KINDS if name not in summary]:
+        raise ConfigError(f"{source}: summary is not a comparison summary: it lacks {missing} (a report written before "
+                          f"summaries kept their paired statistics); run the comparison again without {argument('cells_from')}")
     rows = [{**row, "train_questions": None} if isinstance(row, dict) and "train_questions" not in row else row
             for row in summary["rows"]]
     return {"summary": {**summary, "rows": rows}}

@@ -224,16 +224,29 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
                           "so its training options are unknown")
     # a record leaves an option out at its value from before the option existed: name that value, never None
     old, new = ({**TRAIN_OPTIONS_WHEN_ABSENT, **options} for options in (saved.get("train", {}), run_options["train"]))
-    changed = [f"{k}: {json_value(old.get(k))} then, {json_value(new.get(k))} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    if changed:
-        raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")
+    differing = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if differing:
+        changed = "; ".join(f"{k}: {json_value(old.get(k))} then, {json_value(new.get(k))} now" for k in differing)
+        raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({changed}); "
+                          f"{_options_advice([k for k in differing if k not in old], folder)}")
     if saved.get("questions") != run_options["questions"]:
-        raise ResumeError(f"cannot resume from {checkpoint}: it was trained on other questions (or in another order)")
+        raise ResumeError(f"cannot resume from {checkpoint}: it was trained on other questions (or in another order); "
+                          f"give the questions it was trained on to resume it, or delete {folder} to start over")
     # a record written before the digest was kept has none: its run resumes as it did
     if INIT_FROM_DIGEST in saved and saved[INIT_FROM_DIGEST] != run_options.get(INIT_FROM_DIGEST):
         raise ResumeError(f"cannot resume from {checkpoint}: the model it continues ({new.get('init_from')}) changed since "
                           f"the run began (its weights or tokenizer differ){_commits_words(saved, run_options)}; train from "
                           f"it into a new folder, or delete {folder} to start over")
+
+
+def _options_advice(unrecorded: list[str], folder: Path) -> str:
+    """What to do about a checkpoint trained with other options; ``unrecorded``: those its record leaves out with no
+    value known for then (an earlier version saved it before they existed: the encoder's own dropout), which no option gives."""
+    if not unrecorded:
+        return f"give the options it was trained with to resume it, or delete {folder} to start over"
+    names = " and ".join([", ".join(unrecorded[:-1]), unrecorded[-1]] if len(unrecorded) > 1 else unrecorded)
+    return (f"it was saved before {names} existed, by a version this one cannot continue exactly: delete {folder} "
+            "to start over")
 
 
 def _commits_words(saved: dict[str, Any], run_options: dict[str, Any]) -> str:

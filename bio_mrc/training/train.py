@@ -320,12 +320,13 @@ def _stages(examples: Sequence[Example], config: TrainConfig, data_name: str | N
     """What the model learned from, in every stage: ``training_questions``, the fingerprint of ``examples`` whole (each
     process of a torchrun job holds them all, and Trainer's sampler shares them out) joined with that of the model
     ``init_from`` continues, so a model continued in stages knows each stage's questions (a resumed run trains on the
-    same ones); and ``training_data``, each stage's file (``data_name``; None: questions given from Python) and
-    question count, earliest first (an earlier stage its record does not name: its count, its file None)."""
+    same ones; one continuing a model whose record keeps none says its fingerprint is partial); and ``training_data``,
+    each stage's file (``data_name``; None: questions given from Python) and question count, earliest first (an earlier
+    stage its record does not name: its count, its file None)."""
     earlier = (load_run_record(local_folder(config.init_from, revision=config.revision)) if config.init_from else None) or {}
     stages = earlier.get("training_data") or ([{"data": None, "questions": earlier.get("n_examples"), "continued_from": None}]
                                               if config.init_from else [])
-    return {"training_questions": fingerprint(examples, earlier.get("training_questions")),
+    return {"training_questions": fingerprint(examples, earlier.get("training_questions"), continued=bool(config.init_from)),
             "training_data": [*stages, {"data": data_name, "questions": len(examples), "continued_from": config.init_from}]}
 
 
