@@ -6,7 +6,9 @@ format it was read as and what that format expects."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
@@ -78,7 +80,7 @@ class Source:
     def json(self) -> Any:
         """The whole file's JSON value; a file that is not JSON raises when its reader asks, not when detected."""
         try:
-            return read_json(self.path, finite=True)  # 1e400 refused, as the streaming reader refuses it
+            return _parsed_once(self.path)
         except DataFormatError as error:
             return error
 
@@ -86,6 +88,38 @@ class Source:
         if isinstance(self.json, DataFormatError):
             raise self.json
         return self.json
+
+
+# Within :func:`each_file_parsed_once`: the JSON value of each data file read there, by the file's identity and state.
+_PARSED: ContextVar[dict[tuple, Any] | None] = ContextVar("bio_mrc_parsed_data_files", default=None)
+
+
+@contextlib.contextmanager
+def each_file_parsed_once() -> Iterator[None]:
+    """Inside it, a whole JSON data file that several reads name (a comparison's training and tuning questions, two
+    parts of one file) is parsed once: a later read of the file, unchanged since (the same device, inode, size and
+    modification time), gets the value the first parsed. Readers only read that value. Outside it, every read parses."""
+    token = _PARSED.set({})
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
+
+def _parsed_once(path: Path) -> Any:
+    """The JSON value of the data file ``path`` (1e400 refused, as the streaming reader refuses it), parsed once within
+    :func:`each_file_parsed_once`; a file that cannot be parsed raises its DataFormatError at each read."""
+    parsed = _PARSED.get()
+    try:
+        state = os.stat(path)
+    except OSError:  # named by the reader's own error
+        parsed = None
+    if parsed is None:
+        return read_json(path, finite=True)
+    key = (os.path.abspath(path), state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns)
+    if key not in parsed:
+        parsed[key] = read_json(path, finite=True)
+    return parsed[key]
 
 
 @dataclass(frozen=True)

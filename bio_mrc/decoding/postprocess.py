@@ -36,6 +36,7 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Sequence
 
@@ -138,11 +139,11 @@ def _collect(
 
     predictions = [Prediction(e.id) for e in examples]
     rows = zip(ex[keep].tolist(), char_start[keep].tolist(), char_end[keep].tolist(), score[keep].tolist(), probability[keep].tolist())
-    for row, s, e, sc, p in rows:
-        predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc, None if np.isnan(p) else p))
+    for row, s, e, sc, p in rows:  # math's tests of a Python float: numpy's, called on one, cost twenty times as much
+        predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc, None if math.isnan(p) else p))
     if null is not None:
         for prediction, null_score, best_score in zip(predictions, null.tolist(), best.tolist()):
-            prediction.no_answer_score = null_score - best_score if np.isfinite(best_score) else np.inf
+            prediction.no_answer_score = null_score - best_score if math.isfinite(best_score) else np.inf
     return predictions
 
 

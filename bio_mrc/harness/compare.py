@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__, registry
+from ..data.formats import each_file_parsed_once
 from ..data.squad import as_written
 from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder, starting_point_digest
@@ -59,10 +60,11 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     """Every split of ``config``, checked: disjoint, and a tuning split where SQuAD 2.0 needs one."""
     check_data_dir(config, data_dir, f"comparison {json_value(config.name)}")
     named_eval = [("eval", config.eval), *((f"eval_also[{n}]", spec) for n, spec in enumerate(config.eval_also))]
-    eval_split = joined_split([_questions(key, spec, data_dir) for key, spec in named_eval])
-    tune_split = _questions("tune", config.tune, data_dir) if config.tune else None
-    train_split = _questions("train", config.train, data_dir) if config.train else None
-    run_train = {run.name: _questions(f"runs[{n}].train_data", run.data, data_dir) for n, run in enumerate(config.runs) if run.data}
+    with each_file_parsed_once():  # the tuning questions are often the training file's, read for its training questions too
+        eval_split = joined_split([_questions(key, spec, data_dir) for key, spec in named_eval])
+        tune_split = _questions("tune", config.tune, data_dir) if config.tune else None
+        train_split = _questions("train", config.train, data_dir) if config.train else None
+        run_train = {run.name: _questions(f"runs[{n}].train_data", run.data, data_dir) for n, run in enumerate(config.runs) if run.data}
     held_out = [(n, s) for n, s in (("eval", eval_split), ("tune", tune_split)) if s is not None]
     trained_on = [("train", train_split)] if train_split else []
     for named in trained_on + [(f"{name} run's training", split) for name, split in run_train.items()]:
