@@ -11,6 +11,8 @@ from ..json_syntax import json_value
 
 R = TypeVar("R")
 _KIND_NAMES = {list: "a list", dict: "an object", str: "a string"}
+# The paired statistics a summary keeps, and their JSON kinds (a report's first form may lack them).
+STATISTICS_KINDS = {"baseline": dict, "resampling": str, "contrasts": list, "comparisons": list, "intervals": dict}
 
 
 def checked(data: Any, required: tuple[str, ...], source: str, what: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ..errors import ConfigError, argument
 from ..json_syntax import json_value
 from ..types import Example
 from .cell_key import CellKey
-from .statistics_records import STATISTICS_KINDS
+from .record_json import STATISTICS_KINDS  # not statistics_records: cached cells do not follow the statistics code
 
 if TYPE_CHECKING:
     from .summary_records import Summary

@@ -10,12 +10,11 @@ from typing import Any
 from ..errors import ConfigError
 from ..json_syntax import json_value
 from .cell_key import CellKey
-from .record_json import check_kinds, checked, plain_record, refuse_unknown
+from .record_json import STATISTICS_KINDS, check_kinds, checked, plain_record, refuse_unknown
 from ..metrics.stats import BootstrapResult, Interval
 
 _CONTRAST_REQUIRED = ("a", "b", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "significant", "n_questions",
                       "n_resamples")
-STATISTICS_KINDS = {"baseline": dict, "resampling": str, "contrasts": list, "comparisons": list, "intervals": dict}
 
 
 @dataclass(frozen=True, kw_only=True)
