@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -71,6 +72,69 @@ def test_the_source_distribution_holds_the_package_and_no_part_of_the_test_suite
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert {"bio_mrc/cli/__init__.py", "bio_mrc/cli/parser.py", "bio_mrc/py.typed", "bio_mrc/harness/presets/quick.json", "LICENSE", "CHANGELOG.md"} <= names
     assert not [name for name in names if name.startswith("tests")]
+    # pip builds the wheel from the sdist it downloads: that wheel holds every file of the package, its data too
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "unpacked", **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # 3.11.4 on
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheel"),
+                    str(unpacked)], check=True, capture_output=True, timeout=600)
+    (wheel,) = (tmp_path / "wheel").glob("bio_mrc-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name for name in archive.namelist() if name.startswith("bio_mrc/")}
+    package = {path.relative_to(source).as_posix() for path in (source / "bio_mrc").rglob("*") if path.is_file()}
+    assert shipped == package, (sorted(package - shipped), sorted(shipped - package))
+
+
+def _runtime_imports(tree: ast.AST):
+    """Every import a module runs: those under ``if TYPE_CHECKING:`` only name types for a type checker."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            nodes = node.orelse
+        else:
+            nodes = [node]
+        for child in nodes:
+            if isinstance(child, ast.Import):
+                yield from (alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and not child.level:
+                yield child.module
+            yield from _runtime_imports(child)
+
+
+def _distribution(name: str) -> str:
+    """A distribution's name as pip compares names (PEP 503): ``Pillow``, ``pydantic_core`` -> ``pillow``, ``pydantic-core``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_third_party_import_of_the_package_is_declared():
+    # a package imported but only installed as another's dependency (huggingface_hub through transformers, pyarrow
+    # through datasets) goes missing, or changes under the package, once that dependency drops or moves it
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = project["dependencies"] + [item for extra, items in project["optional-dependencies"].items() if extra != "dev" for item in items]
+    declared = {_distribution(re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement).group()) for requirement in requirements}
+    providers = packages_distributions()
+    imported: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "bio_mrc").rglob("*.py")):
+        for module in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            top = module.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in ("__future__", "bio_mrc"):
+                imported.setdefault(top, set()).add(path.relative_to(ROOT).as_posix())
+    assert {"torch", "fastapi", "huggingface_hub"} <= set(imported)  # imports in a try block and inside functions too
+    undeclared = {top: (providers.get(top, ["no installed distribution"]), sorted(files)) for top, files in imported.items()
+                  if not declared & {_distribution(name) for name in providers.get(top, [])}}
+    assert not undeclared, undeclared
+
+
+def test_the_server_without_the_serve_extra_names_it(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # what an install without the extra finds: no fastapi
+    for name in ("bio_mrc.serving.app", "bio_mrc.serving.schema", "bio_mrc.serving.bounded"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert main(["serve", "--model", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "error: bio-mrc serve needs fastapi: pip install 'bio_mrc[serve]'\n"
+    with pytest.raises(ImportError) as error:  # the application from Python, as docs/serving.md builds it
+        importlib.import_module("bio_mrc.serving.app")
+    assert str(error.value) == "bio_mrc.serving.app needs fastapi, which the serve extra installs: pip install 'bio_mrc[serve]'"
 
 
 def _stub_names(package) -> dict[str, object]:

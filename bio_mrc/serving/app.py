@@ -21,11 +21,16 @@ import html
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.routing import APIRoute
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
-from starlette.exceptions import HTTPException
+from .listening import extra_missing
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.routing import APIRoute
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
+    from starlette.exceptions import HTTPException
+except ModuleNotFoundError as err:  # the application from Python, without the serve extra: one line naming it
+    raise extra_missing(__name__, err) from None
 
 from .. import __version__, registry
 from ..data.text import unwritable_character

@@ -12,6 +12,8 @@ from ..hub import check_name_given
 from .config import ServeConfig
 
 EXTRA_PACKAGES = ("fastapi", "uvicorn")
+EXTRA_MODULES = (*EXTRA_PACKAGES, "starlette", "pydantic", "pydantic_core", "h11")  # what the serve extra installs
+EXTRA_HINT = "pip install 'bio_mrc[serve]'"  # quoted: zsh reads bare brackets as a glob
 
 
 def check_servable(model_dir: str | Path, config: ServeConfig) -> None:
@@ -20,8 +22,16 @@ def check_servable(model_dir: str | Path, config: ServeConfig) -> None:
     check_name_given(model_dir)
     missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
+        raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: {EXTRA_HINT}")
     check_listenable(config.host, config.port)
+
+
+def extra_missing(module: str, err: ModuleNotFoundError) -> ModuleNotFoundError:
+    """The error importing ``module`` gives where ``err`` is a package of the serve extra missing: one line naming the
+    extra, where Python's names the package alone (``No module named 'fastapi'``); ``err`` itself otherwise."""
+    if (err.name or "").split(".")[0] not in EXTRA_MODULES:
+        return err
+    return ModuleNotFoundError(f"{module} needs {err.name}, which the serve extra installs: {EXTRA_HINT}", name=err.name)
 
 
 def check_listenable(host: str, port: int) -> None:
