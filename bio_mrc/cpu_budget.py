@@ -9,7 +9,11 @@ cgroup above it (v2 and v1; every read fails soft: a file missing, unreadable or
 and takes the least of those and the affinity mask's count; :func:`fit_torch_threads` lowers torch's threads to it.
 The command line does this in every command that runs a model, unless the user chose threads; a program that uses
 the package as a library calls :func:`fit_torch_threads` itself (torch's threads are the whole process's). Imports no
-torch until it sets threads, so the command line reads the quota before any work.
+torch until it sets threads, so the command line reads the quota before any work. The package's other counts of CPUs
+read :func:`cpu_budget` too: the data-loader workers of training on a GPU, and the threads of steps run side by side by
+``tools/gpu/run.py``. torch's inter-op threads are left at torch's count: its pool starts only for work run
+asynchronously (``torch.jit.fork`` in TorchScript and the like), which the package never runs, so none of them runs
+under a quota, and ``torch.set_num_interop_threads`` may be called once a process, which stays the program's.
 """
 
 from __future__ import annotations

@@ -213,6 +213,39 @@ def test_the_machine_description_names_the_cpus_usable_and_why(fake_torch_thread
     assert "(2 threads)" in machine_description()
 
 
+# --- the other counts of CPUs the package decides -----------------------------------------------
+
+
+@pytest.fixture
+def quota_on_a_large_host(tmp_path, monkeypatch):
+    """This process under a fake quota of 2.5 CPUs (3 usable) on a host whose 64 CPUs its affinity mask lists."""
+    write(tmp_path / "cg2" / "job", cpu__max="250000 100000\n")
+    monkeypatch.setattr(budget_module, "PROC_SELF", fake_proc(tmp_path, "0::/job\n", [v2_mount(tmp_path / "cg2")]))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert cpu_budget() == CpuBudget(3, 64, 2.5, "quota")
+
+
+def test_gpu_loader_workers_are_counted_from_the_cpus_the_quota_leaves(quota_on_a_large_host):
+    """One worker for two usable CPUs: 3 under the quota, where the affinity mask's 64 gave 4 workers beside the
+    training process, each a process the quota stops with the rest."""
+    from bio_mrc.training.trainer import _loading_arguments
+
+    assert _loading_arguments("cuda")["dataloader_num_workers"] == 1
+    assert _loading_arguments("cpu")["dataloader_num_workers"] == 0
+
+
+def test_a_users_own_loader_workers_stand_under_a_quota(quota_on_a_large_host, monkeypatch, tmp_path):
+    from bio_mrc.training import trainer
+    from bio_mrc.training.config import TrainConfig
+
+    monkeypatch.setattr(trainer, "default_device", lambda: "cuda")
+    for workers in (0, 8):  # fewer than the package's count, and more
+        config = TrainConfig(training_args={"dataloader_num_workers": workers})
+        args = trainer.training_arguments(config, tmp_path, save_checkpoints=False, progress=False, checkpoint_steps=None)
+        assert args.dataloader_num_workers == workers
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 
@@ -301,3 +334,38 @@ def test_a_fresh_command_sets_the_threads_as_torch_loads_and_a_refusal_loads_no_
     assert (with_variable["threads"], with_variable["source"]) == (2, None)
     refused = run(argv[:-2])  # extract without a context: refused before torch loads, quota or not
     assert refused == {"code": 2, "torch": False, "threads": None, "source": None, "hooks": []}
+
+
+INTEROP_AFTER_TRAIN_AND_PREDICT = """
+import json, sys
+import torch
+from bio_mrc.cli import main
+encoder, folder, sample = sys.argv[1:4]
+windows = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+trained = main(["train", "--train", sample, "--output-dir", folder + "/model", "--encoder", encoder, "--epochs", "1",
+                "--batch-size", "4", *windows])
+predicted = main(["predict", "--model", folder + "/model", "--data", sample, "--output", folder + "/p.json"])
+try:
+    torch.set_num_interop_threads(1)  # refused once torch's inter-op pool has started
+    started = False
+except RuntimeError:
+    started = True
+print(json.dumps({"codes": [trained, predicted], "interop_pool_started": started}))
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter that trains and predicts
+def test_training_and_prediction_start_no_inter_op_threads(tiny_encoder_dir, tmp_path):
+    """torch's inter-op threads are left at torch's count (the host's, quota or not): its pool starts only for work run
+    asynchronously (torch.jit.fork and the like), which the package never runs, so no such thread runs under a quota.
+    Lowering the count would spend the one call a process has to set it (torch refuses a second)."""
+    done = subprocess.run(
+        [sys.executable, "-c", INTEROP_AFTER_TRAIN_AND_PREDICT, str(tiny_encoder_dir), str(tmp_path), str(SAMPLE_V1)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"codes": [0, 0], "interop_pool_started": False}

@@ -59,7 +59,8 @@ def _stated_defaults() -> dict[str, tuple[str, str | None]]:
     stated = {}
     for part in sentence.split(", `"):
         name, value = re.match(r"`?(\w+)` `?([\w-]+)`?", part).groups()
-        gpu = re.search(r"on a CUDA GPU a worker process for every two CPU cores, (\d+) to (\d+)", part)
+        gpu = re.search(r"on a CUDA GPU a worker process for every two CPUs the process may use, by its CPU quota and its "
+                        r"affinity mask, (\d+) to (\d+)", part)
         stated[name] = (value, gpu.groups() if gpu else None)
     return stated
 
@@ -70,12 +71,15 @@ def test_training_md_names_the_trainer_values_the_package_sets(monkeypatch, tmp_
     cpu = {**trainer._package_arguments(TrainConfig(), tmp_path, True, False, 10), **trainer._loading_arguments("cpu")}
     for name, (value, _) in stated.items():
         assert str(cpu[name]) == value, f"training.md says {name} {value}; the package sets {cpu[name]!r} on a CPU"
-    # On a CUDA GPU the loader runs worker processes: one for every two cores, at least 1, at most 4.
+    # On a CUDA GPU the loader runs worker processes: one for every two CPUs usable, at least 1, at most 4.
+    from bio_mrc import cpu_budget
+
     counts = {}
-    for cores in (1, 2, 8, 64):
-        monkeypatch.setattr(trainer.os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)), raising=False)
-        counts[cores] = trainer._loading_arguments("cuda")["dataloader_num_workers"]
-    assert counts == {1: 1, 2: 1, 8: 4, 64: 4}
+    for cores, quota in ((1, None), (2, None), (8, None), (64, None), (64, 2.5)):
+        monkeypatch.setattr(cpu_budget, "affinity_count", lambda n=cores: n)
+        monkeypatch.setattr(cpu_budget, "cgroup_quota", lambda q=quota: q)
+        counts[cores, quota] = trainer._loading_arguments("cuda")["dataloader_num_workers"]
+    assert counts == {(1, None): 1, (2, None): 1, (8, None): 4, (64, None): 4, (64, 2.5): 1}
     assert stated["dataloader_num_workers"][1] == (str(min(counts.values())), str(max(counts.values()))), \
         "training.md does not say how many loader workers a CUDA GPU gets"
 

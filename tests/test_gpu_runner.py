@@ -228,6 +228,24 @@ def test_parallel_models_train_side_by_side_and_a_report_waits_for_every_model(t
     assert "span-only" in report and "joint" in report
 
 
+@pytest.mark.parametrize(("quota", "parallel", "threads"), [(2.5, 2, "1"), (8.0, 4, "2"), (None, 4, "4"), (2.0, 4, "1")])
+def test_steps_side_by_side_share_the_cpus_the_quota_leaves(monkeypatch, quota, parallel, threads):
+    """Each of N steps side by side gets a share of the CPUs the runner may use (its CPU quota, its affinity mask), at
+    least one; the host's CPU count gave each of 2 steps 32 threads under a quota of 2.5 CPUs on 64."""
+    from bio_mrc import cpu_budget
+
+    monkeypatch.setattr(cpu_budget, "cgroup_quota", lambda: quota)
+    monkeypatch.setattr(cpu_budget, "affinity_count", lambda: 16)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 64)
+    assert runner.shared_threads({"PATH": "/bin"}, parallel) == {"PATH": "/bin", "OMP_NUM_THREADS": threads}
+    assert runner.shared_threads({"PATH": "/bin"}, 1) == {"PATH": "/bin"}  # one step: its own fit
+
+
+@pytest.mark.parametrize("variable", ["OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+def test_steps_side_by_side_keep_the_users_thread_variable(variable):
+    assert runner.shared_threads({variable: "12"}, 2) == {variable: "12"}
+
+
 def test_a_stage_reads_the_cells_of_an_earlier_report_instead_of_training_those_models(tmp_path):
     import lzma
 

@@ -109,6 +109,65 @@ def test_a_resumed_run_skips_the_answered_chunks_and_ends_byte_identical(model_d
     assert answered == ids[first_redone:]  # whole chunks only: the last one (2 questions) is never whole in the middle
 
 
+def strict_json(text: str | bytes):
+    """``text`` read as JSON, refusing ``NaN``, ``Infinity`` and ``-Infinity``, which Python's reader takes."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is no JSON number")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("kept_in", ["p.answers.jsonl", "p.answers.partial.jsonl"])
+def test_a_resumed_stream_of_an_earlier_version_ends_strict_json_and_byte_identical(model_dir, tmp_path, monkeypatch, kept_in):
+    """An earlier version wrote a question no span survives for with ``"no_answer_score": Infinity`` (a confidence of no
+    finite value as ``NaN``) where this one writes null: a --resume kept those lines' bytes, so the stream and the
+    n-best file it ended with were no strict JSON and differed from a run never interrupted."""
+    import math
+
+    import bio_mrc.inference.streaming as streaming
+    from bio_mrc.types import Prediction
+
+    lost, original = load_squad(SAMPLE_V1).examples[1].id, streaming.answer_record
+    monkeypatch.setattr(streaming, "answer_record", lambda prediction, decoding, multi_span=False: original(
+        Prediction(lost, [], math.inf, confidence=math.nan) if prediction.id == lost else prediction, decoding, multi_span))
+    options = ["--decoding", "span", "joint", "--chunk-size", "3"]
+    assert predict(model_dir, tmp_path / "full" / "p.json", *options) == 0
+    full = contents(tmp_path / "full")
+    lines = full["p.answers.jsonl"].splitlines(keepends=True)  # 2 lines a question, 3 questions a chunk
+    today = b'"no_answer_score": null, "confidence": null'
+    assert [today in line for line in lines[:6]] == [False, False, True, True, False, False]
+    earlier = [line.replace(today, b'"no_answer_score": Infinity, "confidence": NaN') for line in lines[:6]]
+    (tmp_path / "resumed").mkdir()
+    (tmp_path / "resumed" / kept_in).write_bytes(b"".join(earlier) + lines[6][:20])
+    assert predict(model_dir, tmp_path / "resumed" / "p.json", *options, "--resume") == 0
+    resumed = contents(tmp_path / "resumed")
+    assert [strict_json(line) for line in resumed["p.answers.jsonl"].splitlines()]
+    assert all(strict_json(data) for name, data in resumed.items() if name.endswith(".json"))
+    assert resumed == full
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN"])
+def test_resume_refuses_a_kept_span_score_of_no_finite_value_and_leaves_the_stream(tmp_path, value):
+    """An earlier version decoded a model's scores of no finite value into spans; this one refuses such a question
+    (ModelOutputError), so no line it writes stands for the kept one."""
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.inference.files import answer_record
+    from bio_mrc.inference.streaming import resume_point
+    from bio_mrc.io import printable_json
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    line = printable_json(answer_record(Prediction("q1", [AnswerSpan("Alpha", 0, 5, 0.5)], -1.0), "span")) + "\n"
+    stream = tmp_path / "preds.answers.jsonl"
+    stream.write_text(line.replace('"score": 0.5', f'"score": {value}'), encoding="utf-8")
+    before = stream.read_bytes()
+    with pytest.raises(DataFormatError) as refused:
+        resume_point(stream, ["span"], 1)
+    assert str(refused.value) == (f"line 1 has spans[0].score {value}, no number this version writes (it refuses a model's "
+                                  f"scores of no finite value): start again without resume=True (in {stream})")
+    assert stream.read_bytes() == before
+
+
 @pytest.mark.slow
 def test_a_killed_predict_resumes_to_the_same_bytes(model_dir, tmp_path):
     data = many_questions(tmp_path / "many.json", copies=25)  # 200 questions
@@ -662,6 +721,7 @@ def test_answers_with_line_separators_keep_one_line_a_record_and_an_older_raw_st
                       encoding="utf-8")
     assert "\u2028" in stream.read_text(encoding="utf-8")
     assert resume_point(stream, ["joint"], 1) == ["q\u2028one", "q2"]
+    assert stream.read_text(encoding="utf-8") == "".join(lines)  # kept as this version writes them, escaped
     rewritten = write_files_from_stream(stream, tmp_path / "again" / "preds.json", ["joint"])["joint"]
     assert [path.read_bytes() for path in rewritten.paths()] == [path.read_bytes() for path in direct.paths()]
 

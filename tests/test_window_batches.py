@@ -140,12 +140,14 @@ def test_a_gold_position_the_window_does_not_attend_to_is_refused_from_rows_and_
 
 def test_loader_workers_are_counted_from_the_cores_where_no_affinity_call_exists(monkeypatch):
     # macOS and Windows have no os.sched_getaffinity: the count is os.cpu_count()'s, one worker for two cores
+    from bio_mrc import cpu_budget
     from bio_mrc.training import trainer
 
-    monkeypatch.delattr(trainer.os, "sched_getaffinity", raising=False)
+    monkeypatch.delattr(cpu_budget.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(cpu_budget, "cgroup_quota", lambda: None)  # no quota (the CPU quota's own: tests/test_cpu_budget.py)
     counts = {}
     for cores in (None, 1, 6, 64):
-        monkeypatch.setattr(trainer.os, "cpu_count", lambda n=cores: n)
+        monkeypatch.setattr(cpu_budget.os, "cpu_count", lambda n=cores: n)
         counts[cores] = trainer._loading_arguments("cuda")["dataloader_num_workers"]
     assert counts == {None: 1, 1: 1, 6: 3, 64: trainer.GPU_LOADER_WORKERS}
 

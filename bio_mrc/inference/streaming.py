@@ -32,7 +32,7 @@ from ..decoding.postprocess import DecodeConfig, question_outputs, with_saved_se
 from ..arguments import (checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument,
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
-from ..io import (atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow,
+from ..io import (atomic_write_json, atomic_writer, check_file_target, check_outputs_apart, home_expanded, open_no_follow,
                   printable_json, remove_temporaries_of, writes_named)
 from ..json_syntax import json_value
 from ..precision import DEFAULT_PRECISION
@@ -45,6 +45,7 @@ from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor, window_slices
 from .file_list import check_files_apart, read_file_list, remove_earlier_files
+from .kept_lines import line_written_now, write_kept_lines
 from .files import (DecodingFiles, answer_record, answer_record_problem, answers_claimed, answers_stream_path, claimed_before,
                     file_list_path, partial_paths, prediction_outputs, run_record_path, write_files_from_stream)
 from .defaults import DECODE_BLOCK_QUESTIONS, DEFAULT_CHUNK_SIZE
@@ -278,9 +279,15 @@ def _check_answered(chunk: Sequence[Example], answered: Sequence[str]) -> None:
 
 def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_span: bool = False) -> list[str]:
     """The ids of the leading whole chunks that ``stream`` answers, in order; the file is cut back to them
-    (a line cut short by a kill, or a chunk half written, is answered again). A whole line that is no answer
-    line of these options (a field missing, of the wrong type, another decoding) is refused."""
-    ids, end = whole_chunks(stream, decodings, chunk_size, multi_span)
+    (a line cut short by a kill, or a chunk half written, is answered again), each line as this version writes it
+    (:mod:`~bio_mrc.inference.kept_lines`: an earlier version's written anew, the file replaced whole). A whole line
+    that is no answer line of these options (a field missing, of the wrong type, another decoding) is refused."""
+    ids, end, earlier = whole_chunks(stream, decodings, chunk_size, multi_span)
+    if earlier:
+        open_no_follow(stream, "r+b").close()  # never written through a link
+        with atomic_writer(stream) as handle:
+            write_kept_lines(stream, handle, end)
+        return ids
     with open_no_follow(stream, "r+b") as handle:
         handle.truncate(end)
         handle.flush()
@@ -288,10 +295,11 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
     return ids
 
 
-def whole_chunks(stream: Path, decodings: Sequence[str], chunk_size: int, multi_span: bool = False) -> tuple[list[str], int]:
-    """:func:`resume_point` read alone, the file left as it is: the ids of the leading whole chunks and the number of
-    bytes of their lines."""
-    ids, ends, group, position = [], [0], [], 0
+def whole_chunks(stream: Path, decodings: Sequence[str], chunk_size: int, multi_span: bool = False) -> tuple[list[str], int, bool]:
+    """:func:`resume_point` read alone, the file left as it is: the ids of the leading whole chunks, the number of
+    bytes of their lines, and whether one of those lines is not as this version writes it (an earlier version's:
+    :func:`~bio_mrc.inference.kept_lines.line_written_now`)."""
+    ids, ends, group, position, first_earlier = [], [0], [], 0, None
     with open(stream, "rb") as handle:
         for raw in handle:
             line = len(ids) * len(decodings) + len(group) + 1
@@ -310,6 +318,8 @@ def whole_chunks(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
                 raise DataFormatError(f"line {line} answers {json_value(record.get('id'))} with decoding {json_value(record.get('decoding'))}, "
                                       f"not what these options write (decodings {list(decodings)}); resume with the same "
                                       "options", source=str(stream))
+            if line_written_now(record, line, stream).encode("utf-8") != raw and first_earlier is None:
+                first_earlier = position
             group.append(record.get("id"))
             position += len(raw)
             if len(group) == len(decodings):
@@ -317,7 +327,7 @@ def whole_chunks(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
                 ends.append(position)
                 group = []
     keep = len(ids) // chunk_size * chunk_size
-    return ids[:keep], ends[keep]
+    return ids[:keep], ends[keep], first_earlier is not None and first_earlier < ends[keep]
 
 
 def _whole_record(raw: bytes, line: int, stream: Path) -> dict | None:
@@ -460,14 +470,19 @@ def _begin_partial(output: Path, plan: StreamPlan, wanted: dict, resumed: tuple[
         done = resume_point(partial, plan.decodings, plan.chunk_size, plan.multi_span)
     else:
         check_run_record(resumed[1], wanted)
-        done, end = whole_chunks(resumed[0], plan.decodings, plan.chunk_size, plan.multi_span)
-        _copy_start(resumed[0], partial, end)
+        done, end, earlier = whole_chunks(resumed[0], plan.decodings, plan.chunk_size, plan.multi_span)
+        _copy_start(resumed[0], partial, end, earlier)
     atomic_write_json(record, wanted, indent=1)
     return done
 
 
-def _copy_start(source: Path, target: Path, size: int) -> None:
-    """The first ``size`` bytes of ``source`` written to ``target`` (emptied first, never through a link), a block at a time."""
+def _copy_start(source: Path, target: Path, size: int, earlier: bool = False) -> None:
+    """The first ``size`` bytes of ``source`` written to ``target`` (emptied first, never through a link), a block at a
+    time; ``earlier``: where one of their lines is an earlier version's, each line as this version writes it."""
+    if earlier:
+        with open_no_follow(target, "w") as writing:
+            write_kept_lines(source, writing, size)
+        return
     with open(source, "rb") as reading, open_no_follow(target, "w") as writing:
         while size > 0 and (block := reading.read(min(size, 1 << 20))):
             writing.buffer.write(block)

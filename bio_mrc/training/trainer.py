@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from dataclasses import replace
@@ -16,6 +15,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_group
 from transformers.trainer_utils import HubStrategy
 
 from ..config_schema import UnaskedFloat
+from ..cpu_budget import cpu_budget
 from ..encoders import as_data, load_tokenizer, resolve_encoder
 from ..errors import ConfigError, DataFormatError, InputWarning
 from ..features.collate import WindowBatches, WindowCollator
@@ -373,7 +373,7 @@ def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: 
         remove_unused_columns=False,
         train_sampling_strategy="group_by_length",
         disable_tqdm=not progress,
-        **_loading_arguments(default_device()),
+        **_loading_arguments(default_device(), config.training_args.get("dataloader_num_workers")),
         bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
         use_cpu=_trains_on_cpu(config.precision),
         # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
@@ -391,17 +391,21 @@ def _trains_on_cpu(precision: str) -> bool:
     return precision == "bf16" and default_device() == "cpu"
 
 
-def _loading_arguments(device: str) -> dict[str, Any]:
+def _loading_arguments(device: str, workers: int | None = None) -> dict[str, Any]:
     """How batches reach the model. On a GPU, worker processes read and pad the windows into pinned memory, copies
     do not wait, and the loss is not checked for NaN at each step (a GPU sync; a diverged run is refused when
-    training ends): the CPU queues the next step while the GPU runs this one. On the CPU one process does it all,
-    since workers would take the cores the matrix products use."""
+    training ends): the CPU queues the next step while the GPU runs this one. One worker for two of the CPUs this
+    process may use (its CPU quota, its affinity mask: :func:`~bio_mrc.cpu_budget.cpu_budget`), at most
+    :data:`GPU_LOADER_WORKERS`, unless ``workers`` (the user's ``dataloader_num_workers``) says how many; with none,
+    the settings of worker processes are left out. On the CPU one process does it all, since workers would take the
+    cores the matrix products use."""
     if device != "cuda":
         return {"dataloader_num_workers": 0, "dataloader_pin_memory": False}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    workers = min(GPU_LOADER_WORKERS, max(1, cores // 2))
-    return {"dataloader_num_workers": workers, "dataloader_persistent_workers": True, "dataloader_prefetch_factor": 4,
-            "dataloader_pin_memory": True, "accelerator_config": {"non_blocking": True}, "logging_nan_inf_filter": False}
+    if workers is None:
+        workers = min(GPU_LOADER_WORKERS, max(1, cpu_budget().cpus // 2))
+    kept = {"dataloader_persistent_workers": True, "dataloader_prefetch_factor": 4} if workers else {}
+    return {"dataloader_num_workers": workers, **kept, "dataloader_pin_memory": True,
+            "accelerator_config": {"non_blocking": True}, "logging_nan_inf_filter": False}
 
 
 __all__ = ["OPTIMIZER", "HeadRateTrainer", "UnheldAnswersWarning", "build_trainer", "fresh_model",

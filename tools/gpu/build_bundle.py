@@ -51,7 +51,10 @@ BINARY_WHEELS = ("datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "tra
 COMPILED_WHEELS = ("rpds_py-", "ijson-")  # the wheels allowed to hold compiled code (for cp312, x86-64 Linux)
 SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)  # on PyPI as an sdist only: built into a wheel here
 # The package's dependencies the target GPU machine has in versions pyproject.toml allows (run.py's install checks the ranges).
-ON_THE_GPU_MACHINE = ("torch", "accelerate", "scikit-learn", "numpy", "tqdm", "matplotlib", "regex")  # regex: transformers reads its tokenizers with it
+# regex, tokenizers and huggingface_hub: transformers reads its tokenizers and the hub cache with them; pyarrow comes
+# with datasets' own install there, pillow with matplotlib's, scipy with scikit-learn's.
+ON_THE_GPU_MACHINE = ("torch", "accelerate", "scikit-learn", "numpy", "tqdm", "matplotlib", "regex", "tokenizers", "huggingface_hub",
+                      "pyarrow", "pillow", "scipy")
 PIP_PLATFORM = ("--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                 "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64")
 

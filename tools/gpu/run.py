@@ -279,6 +279,28 @@ def child_environment(work: Path, device: str) -> dict:
     return env
 
 
+def shared_threads(env: dict, parallel: int) -> dict:
+    """``env`` for ``parallel`` steps side by side: each step's torch threads a share of the CPUs the runner may use
+    (its CPU quota, its affinity mask), at least one, instead of each starting a thread per CPU; ``env`` as it is for
+    one step (its command fits its own threads) and where it chooses the threads (``OMP_NUM_THREADS`` or
+    ``MKL_NUM_THREADS``: the user's, left as set)."""
+    if parallel > 1:
+        cpu_budget = _cpu_budget_module()
+        if cpu_budget.chosen_thread_variable(env) is None:
+            env["OMP_NUM_THREADS"] = str(max(1, cpu_budget.cpu_budget().cpus // parallel))
+    return env
+
+
+def _cpu_budget_module():
+    """``bio_mrc.cpu_budget`` of this checkout, which imports nothing outside the standard library: the runner itself
+    runs without the package's dependencies on its path."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import bio_mrc.cpu_budget
+
+    return bio_mrc.cpu_budget
+
+
 def gpu_utilization() -> float | None:
     """The GPU's busy percentage now (nvidia-smi), or None without one."""
     try:
@@ -405,9 +427,7 @@ def run_steps(steps: list[Step], args: argparse.Namespace, plan: Plan, seconds: 
     ``seconds``; log each, print what happened; returns their statuses. A score step first scores each model of its
     stage in a process of its own when ``--parallel`` allows, then writes the report from the cells they left."""
     started, wall = time.strftime("%Y-%m-%d %H:%M:%S"), time.monotonic()
-    env = child_environment(args.work, args.device)
-    if args.parallel > 1:  # the processes share the cores instead of each starting a thread per core
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // args.parallel))
+    env = shared_threads(child_environment(args.work, args.device), args.parallel)
     if len(steps) == 1 and steps[0].kind is StepKind.SCORE and args.parallel > 1:
         score_models_apart(steps[0], args, plan, seconds, env)
         seconds -= time.monotonic() - wall
