@@ -102,7 +102,9 @@ class DecodingEntry:
     (this default until one is tuned on multi-span questions; ``span_probability`` says what that probability is).
     A tag-sequence decoding also names ``merge_tags(outputs, n_questions)`` (its tag log-probabilities, windows
     merged into one row per question) and ``decode_tags(merged, examples, decode_config) -> predictions``, so
-    its answers and its tag-level scores come from one merge. ``rank_windows(outputs)``, for a decoding whose no-answer
+    its answers and its tag-level scores come from one merge (the length prior's tuning passes ``kept_spans``, the
+    single answers' spans each prediction keeps, where the task's answer reads its first span alone:
+    :meth:`decode_merged`). ``rank_windows(outputs)``, for a decoding whose no-answer
     score is the minimum over a question's windows of each window's own null (the [CLS] rule), gives the windows as
     questions of their own, so over several documents each span is measured against the null of the window it was
     read in (:mod:`bio_mrc.inference.documents`). ``span_starts(outputs)``, for a decoding that reads spans from windows
@@ -147,9 +149,12 @@ class DecodingEntry:
         """The tag sequence of each question (``merge_tags``), or None for a decoding that reads none."""
         return None if self.merge_tags is None else resolve(self.merge_tags)(outputs, n_questions)
 
-    def decode_merged(self, merged: Any, examples: Any, config: Any) -> list[Any]:
-        """Predictions from :meth:`merged_tags` (merge once, decode many ways)."""
-        return resolve(self.decode_tags)(merged, examples, config)
+    def decode_merged(self, merged: Any, examples: Any, config: Any, kept_spans: int | None = None) -> list[Any]:
+        """Predictions from :meth:`merged_tags` (merge once, decode many ways). ``kept_spans``: the single answers' spans
+        each prediction keeps, best first, of the n-best found (a grid of decodings whose scoring reads fewer); None:
+        as many as ``config`` asks (``decode_tags`` is then called with the three arguments alone)."""
+        kept = {} if kept_spans is None else {"kept_spans": kept_spans}
+        return resolve(self.decode_tags)(merged, examples, config, **kept)
 
     def keep_spans(self, predictions: Any, min_probability: float, n_best: int | None = None) -> list[Any]:
         """Its multi-span answers under the span-count rule with ``min_probability``, from its decoded predictions
@@ -315,6 +320,11 @@ class TaskEntry:
     def answer(self, prediction: Any) -> Any:
         """A prediction's answer as the task scores it: the list of its span texts, or its one text."""
         return list(prediction.answers) if self.multi_span_answers else prediction.answer
+
+    def answer_spans(self) -> int | None:
+        """How many of a prediction's spans, best first, :meth:`answer` reads: its first alone where the answer is one
+        text, every one (None) where it is the list of their texts."""
+        return None if self.multi_span_answers else 1
 
     def answer_text(self, prediction: Any) -> str:
         """A prediction's answer as one line of text (a multi-span answer's texts sorted, one per line: a line break

@@ -27,7 +27,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("bench_*.py"))
-NEEDS_MODEL = ["bench_inference.py", "bench_onnx.py", "bench_postprocess.py", "bench_quantization.py"]
+NEEDS_MODEL = ["bench_inference.py", "bench_onnx.py", "bench_postprocess.py", "bench_quantization.py", "bench_tune.py"]
 NEEDS_DATA = [*NEEDS_MODEL, "bench_features.py", "bench_gpu_training.py", "bench_main_job_bound.py",
               "bench_precision.py", "bench_serve.py", "bench_training.py", "bench_training_speed.py"]
 WHERE = ["root", "benchmarks"]

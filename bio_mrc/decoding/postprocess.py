@@ -407,8 +407,13 @@ def grouped_word_tag_probabilities(grouped: GroupedTags) -> tuple[np.ndarray, np
     return tuple(np.concatenate([part[k] for part in parts]) for k in range(3))  # type: ignore[return-value]
 
 
-def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
-    """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
+def decode_merged_tags(
+    merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig(), kept_spans: int | None = None,
+) -> list[Prediction]:
+    """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways).
+    ``kept_spans``: the single answers' spans each prediction keeps, best first (None: ``config.n_best``); the search
+    still finds ``config.n_best``, so they are the first of those, and the no-answer score is the same (a grid of
+    decodings whose scoring reads the best span alone builds no others). Multi-span answers keep every span chosen."""
     config = _limited(config)
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
     single = _shown_tag_spans(log_probs, merged, examples, config.max_answer_length, config.n_best)
@@ -423,7 +428,8 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     else:
         valid = single.start >= 0
         rows = np.nonzero(valid)[0]
-        starts, ends, scores, limit = single.start[valid], single.end[valid], single.score[valid], config.n_best
+        starts, ends, scores = single.start[valid], single.end[valid], single.score[valid]
+        limit = config.n_best if kept_spans is None else min(kept_spans, config.n_best)
     char_start, char_end = merged.offsets[rows, starts, 0], merged.offsets[rows, ends, 1]
     predictions = _collect(examples, rows, char_start, char_end, scores, n_best=limit, null=None, probability=probabilities)
     found = single.start >= 0

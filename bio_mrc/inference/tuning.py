@@ -5,6 +5,7 @@ per decoding. ``bio-mrc tune`` and
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import AlwaysAbstainWarning, DataFormatError
 from ..io import atomic_writers
+from ..metrics.shared_scores import shared_question_scores
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
 from ..model_card import CARD_FILE, model_card_text, remove_generated_card
@@ -156,7 +158,8 @@ def tune_bio_length_prior(
     corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
     Windows are merged once, a chunk of questions at a time (:func:`~bio_mrc.inference.tuning_chunks.each_chunk`),
     questions of like length together (:class:`~bio_mrc.decoding.postprocess.GroupedTags`), and every β decodes the
-    merged arrays; only each question's score per β is kept, and each β decoded advances the open question bar
+    merged arrays, its answers keeping the spans the task's scores read (:meth:`~bio_mrc.registry.TaskEntry.answer_spans`;
+    an answer several β give alike scored once); only each question's score per β is kept, and each β decoded advances the open question bar
     (:func:`bio_mrc.progress.question_bar`) by the chunk's questions. ``task`` (None: SQuAD v1.1) says how:
     a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
     answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
@@ -164,14 +167,16 @@ def tune_bio_length_prior(
     """
     task = task or registry.squad_task("1.1")
     tagged = registry.tag_decoding()
+    decode_tags = functools.partial(tagged.decode_merged, kept_spans=task.answer_spans())  # the spans the scores read
     rows = _answerable_rows(examples)
     options = [task.decode_config(replace(config, bio_length_prior=float(prior))) for prior in grid]
     parts: list[list[dict]] = [[] for _ in grid]  # per β, each chunk's per-question columns
     for part_outputs, part in each_chunk(outputs, examples, rows, counted=False):
         merged = GroupedTags.of(part_outputs, len(part), tagged.merged_tags)
-        for columns, chosen in zip(parts, options):
-            columns.append(score_columns(task, part, merged.decode(tagged.decode_merged, part, chosen)))
-            questions_done(len(part))  # each β is a pass over the chunk's questions
+        with shared_question_scores():  # an answer most β give alike is scored once, while the chunk's grid runs
+            for columns, chosen in zip(parts, options):
+                columns.append(score_columns(task, part, merged.decode(decode_tags, part, chosen)))
+                questions_done(len(part))  # each β is a pass over the chunk's questions
     ids = [examples[i].id for i in rows.tolist()]
     statistic = np.array([columns_statistic(task, ids, joined_columns(columns), data_sets) for columns in parts])
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
@@ -210,8 +215,10 @@ def span_count_columns(
     candidates: Sequence[Prediction], examples: Sequence[Example], decoding: str, task: registry.TaskEntry,
     grid: Sequence[float], n_best: int | None,
 ) -> list[dict]:
-    """Per grid value, the task's per-question columns of the multi-span answers that threshold keeps of ``candidates``."""
-    return [score_columns(task, examples, multi_span_answers(candidates, decoding, float(value), n_best)) for value in grid]
+    """Per grid value, the task's per-question columns of the multi-span answers that threshold keeps of ``candidates``
+    (an answer several thresholds keep alike scored once)."""
+    with shared_question_scores():
+        return [score_columns(task, examples, multi_span_answers(candidates, decoding, float(value), n_best)) for value in grid]
 
 
 def best_span_count_threshold(
