@@ -65,9 +65,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Without ``--run-slow`` (or a ``-m`` expression that names ``slow``) the slow tier is deselected,
-    except tests named by node id on the command line."""
-    if _runs_slow(config):
-        return
+    except tests named by node id on the command line. A pytest-xdist worker puts the files in the order they are
+    handed out (:func:`handing_out_order`)."""
+    if not _runs_slow(config):
+        _deselect_slow(config, items)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = handing_out_order(items)
+
+
+def handing_out_order(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` a file at a time, in the order pytest-xdist hands the files to its workers (``--dist loadfile`` with
+    ``--no-loadscope-reorder``, in pyproject.toml): the files of most tests first, as pytest-xdist's own order puts
+    them, so the last ones handed out are short and neither worker ends long before the other; but first of all the
+    largest file whose first test needs ``trained_dir``. The worker that takes it trains that model at once, while the
+    other begins on the files of most tests, which need it later if at all: it no longer waits seconds for the other
+    to train it, as when both came to it at once. Every worker orders the same items alike, as pytest-xdist requires."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(files.values(), key=len, reverse=True)
+    first = next((index for index, tests in enumerate(order) if "trained_dir" in tests[0].fixturenames), None)
+    if first is not None:
+        order.insert(0, order.pop(first))
+    return [item for tests in order for item in tests]
+
+
+def _deselect_slow(config: pytest.Config, items: list[pytest.Item]) -> None:
     named = [(Path(path).name, rest) for path, _, rest in (arg.partition("::") for arg in config.args) if rest]
     slow = [item for item in items if item.get_closest_marker("slow") and not _named(item, named)]
     if slow:
