@@ -10,12 +10,17 @@ then runs each side in a fresh process of its own that joins the group before to
 kernel stopped the group (``nr_throttled``, per second of the side's run). ``--without-quota`` runs both sides outside
 the group too: what the machine gives without the quota. The group is removed at the end.
 
-    sudo python benchmarks/bench_cpu_quota.py [--cpus 1] [--repeats 2] [--steps 8] [--passes 8] [--without-quota]
+``--onnx-dir DIR`` (a folder ``bio-mrc export --format onnx`` wrote) times ONNX Runtime answering instead: forward
+passes of the export's session (no training), ONNX Runtime's own intra-op threads (a thread per physical core of the
+machine, ``ORT_INTRA_OP_NUM_THREADS=0``) against the package's (torch's threads fitted, which the session follows).
+
+    sudo python benchmarks/bench_cpu_quota.py [--cpus 1] [--repeats 2] [--steps 8] [--passes 8] [--without-quota] [--onnx-dir DIR]
 
 The last line is one JSON object: ``{"benchmark": "cpu_quota", "machine": ..., "cgroup": "v1"|"v2", "quota_cpus",
 "sides": {"torch default"|"package": {"threads", "threads_said", "train_steps_per_s", "inference_windows_per_s",
 "throttled_per_s"}}, "without_quota": {...} or null, "train_ratio", "inference_ratio"}`` (the package's over torch's
-default, under the quota).
+default, under the quota; with ``--onnx-dir`` the sides are ONNX Runtime's default and the package's, and
+``train_steps_per_s`` and ``train_ratio`` are null).
 """
 
 from __future__ import annotations
@@ -39,10 +44,12 @@ GROUP = f"bio_mrc_bench_cpu_quota_{os.getpid()}"
 # threads the side's way, then time training steps and forward passes.
 CHILD = """
 import json, os, sys, time
-procs, side, batch, tokens, infer_batch, steps, passes = sys.argv[1:8]
+procs, side, batch, tokens, infer_batch, steps, passes, onnx_dir = sys.argv[1:9]
 if procs != "-":
     with open(procs, "w", encoding="ascii") as handle:
         handle.write(str(os.getpid()))
+if onnx_dir != "-" and side != "package":
+    os.environ["ORT_INTRA_OP_NUM_THREADS"] = "0"  # ONNX Runtime's own count, whatever torch's
 import torch
 from bio_mrc.cpu_budget import fit_torch_threads
 from bio_mrc.encoders import resolve_encoder
@@ -51,6 +58,23 @@ from bio_mrc.model import BioMrcForQuestionAnswering
 if side == "package":
     fit_torch_threads()
 batch, tokens, infer_batch, steps, passes = map(int, (batch, tokens, infer_batch, steps, passes))
+def rate(call, count):
+    call()  # first-call set-up, untimed
+    started = time.perf_counter()
+    for _ in range(count):
+        call()
+    return count / (time.perf_counter() - started)
+if onnx_dir != "-":
+    from bio_mrc.inference.onnx_runner import OnnxModel
+    from bio_mrc.inference.onnx_threads import physical_cores
+    runner = OnnxModel.load(onnx_dir)
+    vocab = runner.config.encoder.vocab_size
+    ids = torch.randint(min(1000, vocab // 2), vocab, (infer_batch, tokens), generator=torch.Generator().manual_seed(0))
+    feed = {"input_ids": ids.numpy(), "attention_mask": torch.ones_like(ids).numpy(), "token_type_ids": torch.zeros_like(ids).numpy()}
+    threads = runner.session.get_session_options().intra_op_num_threads or physical_cores()
+    print(json.dumps({"threads": threads, "threads_said": f"ONNX Runtime, {threads} intra-op threads", "train_steps_per_s": None,
+                      "inference_windows_per_s": rate(lambda: runner(feed), passes) * infer_batch}))
+    sys.exit(0)
 torch.manual_seed(0)
 model = BioMrcForQuestionAnswering.from_encoder(resolve_encoder("default"), encoder_dropout={"attention": 0.0, "hidden": 0.0},
                                                 heads="span+bio")
@@ -77,12 +101,6 @@ def forward():
     model.eval()
     with torch.inference_mode():
         model(**forward_inputs)
-def rate(call, count):
-    call()  # first-call set-up, untimed
-    started = time.perf_counter()
-    for _ in range(count):
-        call()
-    return count / (time.perf_counter() - started)
 train = rate(train_step, steps)
 inference = rate(forward, passes) * infer_batch
 print(json.dumps({"threads": torch.get_num_threads(), "threads_said": threads_description(torch.get_num_threads()),
@@ -100,7 +118,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--infer-batch", type=int, default=16, help="windows of a forward pass")
     parser.add_argument("--tokens", type=int, default=128, help="tokens of every window")
     parser.add_argument("--without-quota", action="store_true", help="also run both sides outside the group")
+    parser.add_argument("--onnx-dir", default=None, help="an ONNX export: time ONNX Runtime's answering, its own threads against the package's")
     args = parser.parse_args()
+    if args.onnx_dir is not None:
+        args.onnx_dir = _common.model_dir(args.onnx_dir, option="--onnx-dir (a folder bio-mrc export --format onnx wrote)")
     for name in ("repeats", "steps", "passes", "batch", "infer_batch"):
         if getattr(args, name) < 1:
             _common.fail(f"--{name.replace('_', '-')} must be at least 1")
@@ -171,9 +192,9 @@ def throttled(group: Path | None) -> int:
 
 def run_side(side: str, group: Path | None, args: argparse.Namespace) -> dict:
     """One side's run in a fresh process, in ``group`` (None: outside any group of this script's)."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    environment = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ORT_INTRA_OP_NUM_THREADS")}
     before = throttled(group)
-    argv = [str(group / "cgroup.procs") if group else "-", side, args.batch, args.tokens, args.infer_batch, args.steps, args.passes]
+    argv = [str(group / "cgroup.procs") if group else "-", side, args.batch, args.tokens, args.infer_batch, args.steps, args.passes, args.onnx_dir or "-"]
     done, seconds = _common.timed(
         lambda: subprocess.run([sys.executable, "-c", CHILD, *map(str, argv)], capture_output=True, text=True, env=environment, cwd=_common.REPO_ROOT)
     )
@@ -191,16 +212,22 @@ def sides(group: Path | None, args: argparse.Namespace) -> dict[str, dict]:
             latest = runs[side][-1]
             print(
                 f"{'quota' if group else 'no quota'}, {side}, run {repeat + 1}: {latest['threads_said']}, "
-                f"{latest['train_steps_per_s']:.3f} steps/s, {latest['inference_windows_per_s']:.2f} windows/s, "
+                f"{latest['train_steps_per_s'] or 0:.3f} steps/s, {latest['inference_windows_per_s']:.2f} windows/s, "
                 f"{latest['throttled_per_s']:.1f} throttled periods/s",
                 file=sys.stderr,
                 flush=True,
             )
     keys = ("train_steps_per_s", "inference_windows_per_s", "throttled_per_s")
     return {
-        side: {"threads": rs[-1]["threads"], "threads_said": rs[-1]["threads_said"], **{key: statistics.median(r[key] for r in rs) for key in keys}}
+        side: {"threads": rs[-1]["threads"], "threads_said": rs[-1]["threads_said"], **{key: median(r[key] for r in rs) for key in keys}}
         for side, rs in runs.items()
     }
+
+
+def median(values) -> float | None:
+    """The median of ``values``; None where they are None (the ONNX sides train nothing)."""
+    values = list(values)
+    return None if None in values else statistics.median(values)
 
 
 def main(args: argparse.Namespace) -> None:
@@ -213,10 +240,12 @@ def main(args: argparse.Namespace) -> None:
     finally:
         remove_group(group)
     default, package = quota["torch default"], quota["package"]
-    train_ratio = package["train_steps_per_s"] / default["train_steps_per_s"]
+    train_ratio = None if args.onnx_dir else package["train_steps_per_s"] / default["train_steps_per_s"]
     inference_ratio = package["inference_windows_per_s"] / default["inference_windows_per_s"]
+    trained = "" if args.onnx_dir else f"train at {train_ratio:.2f}x and "
     print(
-        f"under a quota of {args.cpus:g} CPUs: the package's threads train at {train_ratio:.2f}x and answer at {inference_ratio:.2f}x torch's default threads",
+        f"under a quota of {args.cpus:g} CPUs: the package's threads {trained}answer at {inference_ratio:.2f}x "
+        f"{'ONNX Runtime' if args.onnx_dir else 'torch'}'s default threads",
         file=sys.stderr,
     )
     print(
@@ -226,7 +255,7 @@ def main(args: argparse.Namespace) -> None:
                 "machine": _common.machine_description(),
                 "cgroup": version,
                 "quota_cpus": args.cpus,
-                "options": {k: getattr(args, k) for k in ("repeats", "steps", "passes", "batch", "infer_batch", "tokens")},
+                "options": {k: getattr(args, k) for k in ("repeats", "steps", "passes", "batch", "infer_batch", "tokens", "onnx_dir")},
                 "sides": quota,
                 "without_quota": unlimited,
                 "train_ratio": train_ratio,

@@ -11,9 +11,11 @@ The command line does this in every command that runs a model, unless the user c
 the package as a library calls :func:`fit_torch_threads` itself (torch's threads are the whole process's). Imports no
 torch until it sets threads, so the command line reads the quota before any work. The package's other counts of CPUs
 read :func:`cpu_budget` too: the data-loader workers of training on a GPU, and the threads of steps run side by side by
-``tools/gpu/run.py``. torch's inter-op threads are left at torch's count: its pool starts only for work run
-asynchronously (``torch.jit.fork`` in TorchScript and the like), which the package never runs, so none of them runs
-under a quota, and ``torch.set_num_interop_threads`` may be called once a process, which stays the program's.
+``tools/gpu/run.py``; an ONNX export's ONNX Runtime session takes torch's count where it is fewer than ONNX
+Runtime's own (:mod:`bio_mrc.inference.onnx_threads`), so this fit fits it too. torch's inter-op threads are left at
+torch's count: its pool starts only for work run asynchronously (``torch.jit.fork`` in TorchScript and the like),
+which the package never runs, so none of them runs under a quota, and ``torch.set_num_interop_threads`` may be called
+once a process, which stays the program's.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class ThreadChoice:
     """What :func:`fit_torch_threads` found and did: ``threads``, torch's count after it; ``source``, why that count:
     ``"CPU quota"`` or ``"affinity mask"`` (lowered to the budget), ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS``
     (the user's, left alone), or ``"torch"`` (torch's own count, already within the budget); ``budget``, the CPUs
-    usable (None where a variable decided and none was read)."""
+    usable (None where a variable decided and none was read). An ONNX Runtime session's threads are said the same way
+    (:func:`bio_mrc.inference.onnx_threads.session_threads`)."""
 
     threads: int
     source: str

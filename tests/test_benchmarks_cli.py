@@ -243,6 +243,7 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_cpu_quota.py", ["--cpus", "0"], "--cpus must be above 0, got 0.0"),
     ("bench_cpu_quota.py", ["--steps", "0"], "--steps must be at least 1"),
     ("bench_cpu_quota.py", ["--tokens", "8"], "--tokens must be at least 24"),
+    ("bench_cpu_quota.py", ["--onnx-dir", "no-such-export"], "no model folder at no-such-export: pass --onnx-dir"),
 ])
 def test_sizes_variants_and_windows_are_checked_before_any_work(script, args, expected, empty_data: Path):
     """Before the model is trained or the data read: bench_predict_memory's sizes, the training benchmarks' variants

@@ -34,6 +34,7 @@ from ..types import Example
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 from .forward import forward_pass_precision, predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
+from .onnx_threads import ort_thread_variable
 from .saved_settings import SavedSettings, check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
 
 
@@ -102,6 +103,8 @@ class TrainedModel:
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
         check_onnx_device(asked_device, backend == "onnx", name)
+        if backend == "onnx":
+            ort_thread_variable()  # a malformed ORT_INTRA_OP_NUM_THREADS: refused before the graph is parsed
         read = check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         # sizes, weights (that the config builds: on the meta device), tokenizer, positions; before any allocation
         config = check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx",

@@ -29,6 +29,7 @@ from ..errors import InputWarning, ModelFormatError, ProcessLocalError
 from ..io import check_library_path
 from ..model import BioMrcConfig
 from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder, written_format_problem
+from .onnx_threads import intra_op_num_threads, session_threads
 
 EXPORT_FORMAT = 1
 INSTALL_HINT = "pip install 'bio_mrc[onnx]'"  # quoted: zsh reads bare brackets as a glob
@@ -49,13 +50,14 @@ def require(module: str, purpose: str, source: str | None = None) -> Any:
 
 
 def session_options(ort: Any, threads: int | None = None) -> Any:
-    """ONNX Runtime's session options for the package: ``threads`` intra-op threads where given, and its own
-    log lines held back below fatal: a failing run reaches the caller as an exception, which the package
-    words in one line, so ONNX Runtime's own coloured ``[E:onnxruntime:...]`` line would only say it twice."""
+    """ONNX Runtime's session options for the package: the intra-op threads
+    :func:`~bio_mrc.inference.onnx_threads.session_threads` chooses (``threads`` where given; else torch's count where
+    fewer than ONNX Runtime's own), and its own log lines held back below fatal: a failing run reaches the caller as an
+    exception, which the package words in one line, so ONNX Runtime's own coloured ``[E:onnxruntime:...]`` line would
+    only say it twice."""
     options = ort.SessionOptions()
     options.log_severity_level = ORT_FATAL
-    if threads:
-        options.intra_op_num_threads = threads
+    options.intra_op_num_threads = intra_op_num_threads(session_threads(threads))
     return options
 
 
@@ -78,11 +80,15 @@ class OnnxModel:
     def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None,
              checked: dict[str, Any] | None = None) -> "OnnxModel":
         """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise).
+        ``threads``: its intra-op threads, a positive whole number; None: torch's count in this process where fewer than
+        ONNX Runtime's own (:mod:`bio_mrc.inference.onnx_threads`: a program fits both with
+        :func:`~bio_mrc.cpu_budget.fit_torch_threads` before it loads), unless ``ORT_INTRA_OP_NUM_THREADS`` is set.
         ``checked``: the ``config.json`` :func:`~bio_mrc.model_folder.check_model_folder` returned where the caller has
         run it on the folder (parsing a large graph and reading its weights again would double the load's cost); the
         config is built from it, not read again."""
         model_dir = Path(model_dir)
         require("onnxruntime", "running an ONNX model", str(model_dir))
+        session_threads(threads)  # a malformed threads or ORT_INTRA_OP_NUM_THREADS: refused before the folder is read
         marker = check_export_marker(model_dir)
         if checked is None:
             checked = check_model_folder(model_dir, onnx=True)
@@ -100,7 +106,8 @@ class OnnxModel:
     def from_file(
         cls, path: Path, config: BioMrcConfig, providers: Sequence[str] | None = None, threads: int | None = None,
     ) -> "OnnxModel":
-        """A session on one ONNX file with the config it was exported from (export checks its graph this way)."""
+        """A session on one ONNX file with the config it was exported from (export checks its graph this way);
+        ``threads`` as :meth:`load` takes them."""
         ort = require("onnxruntime", "running an ONNX model", str(path))
         options = session_options(ort, threads)
         check_library_path(path)  # ONNX Runtime opens the file by a UTF-8 name
