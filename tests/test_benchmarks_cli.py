@@ -29,7 +29,7 @@ BENCHMARKS = REPO / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("bench_*.py"))
 NEEDS_MODEL = ["bench_inference.py", "bench_onnx.py", "bench_postprocess.py", "bench_quantization.py", "bench_tune.py"]
 NEEDS_DATA = [*NEEDS_MODEL, "bench_features.py", "bench_gpu_training.py", "bench_main_job_bound.py",
-              "bench_precision.py", "bench_serve.py", "bench_training.py", "bench_training_speed.py"]
+              "bench_precision.py", "bench_serve.py", "bench_step_host_time.py", "bench_training.py", "bench_training_speed.py"]
 WHERE = ["root", "benchmarks"]
 
 
@@ -233,6 +233,7 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_gpu_training.py", ["--profile-steps", "-1"], "--profile-steps must be 0 (no profile) or more"),
     ("bench_gpu_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
     ("bench_training.py", ["--variants", "ours,rows"], "--variants: unknown rows"),
+    ("bench_step_host_time.py", ["--repeats", "0"], "--repeats 0, --limit 4000 and --skip 3: give at least 1 each"),
     ("bench_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
     ("bench_tag_decoding.py", ["--sizes", "100000", "10"], "--sizes are at least 1000 characters each"),
     ("bench_tag_decoding.py", ["--long-repeats", "0"], "got [100000, 1000000, 5000000], 1000, 150, 3 and 0"),

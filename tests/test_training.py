@@ -240,3 +240,24 @@ def test_a_broken_tokenizer_is_refused_before_any_weights_load(tiny_encoder_dir,
     monkeypatch.setattr(AutoModel, "from_pretrained", no_weights)
     with pytest.raises(ModelFormatError, match="tokenizer.json: not a tokenizer file tokenizers can read"):
         fresh_model_and_tokenizer(TrainConfig(encoder=str(encoder), max_seq_length=48, doc_stride=16, max_query_length=12))
+
+
+
+def test_a_steps_flops_count_the_models_parameters_once_and_match_trainers_estimate(model, tiny_encoder_dir, tmp_path, monkeypatch):
+    # Trainer adds a step's estimate to total_flos at every step: 6 x tokens fed x non-embedding parameters.
+    import torch
+    from transformers import Trainer
+
+    trainer = HeadRateTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True))
+    batches = [{"input_ids": torch.ones(4, 24, dtype=torch.long)}, {"input_ids": torch.ones(3, 16, dtype=torch.long)}]
+    parameters = model.num_parameters(exclude_embeddings=True)
+    assert [Trainer.floating_point_ops(trainer, batch) for batch in batches] == [6 * 96 * parameters, 6 * 48 * parameters]
+    counted = []
+    count_of = BioMrcForQuestionAnswering.num_parameters
+    monkeypatch.setattr(BioMrcForQuestionAnswering, "num_parameters", lambda self, *args, **kwargs: counted.append(self) or count_of(self, *args, **kwargs))
+    assert [trainer.floating_point_ops(batch) for batch in batches * 3] == [6 * 96 * parameters, 6 * 48 * parameters] * 3
+    assert counted == [model]  # once, not at every step
+    trainer.model = span_only = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span")
+    assert trainer.floating_point_ops(batches[0]) == 6 * 96 * count_of(span_only, exclude_embeddings=True) < 6 * 96 * parameters
+    trainer.model = torch.nn.Linear(2, 2)  # a model without num_parameters: no estimate, as Trainer's
+    assert trainer.floating_point_ops(batches[0]) == 0

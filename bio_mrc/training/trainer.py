@@ -167,6 +167,18 @@ class HeadRateTrainer(Trainer):
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
 
+    def floating_point_ops(self, inputs: dict[str, Any]) -> int:
+        """Trainer's estimate of a step's floating-point operations, which it adds to ``total_flos`` at every step: 6 x
+        the tokens fed x the model's non-embedding parameters, those counted once a model (Trainer's own counts them at
+        every step, walking each module of the model on the host between two steps)."""
+        main = getattr(self.model, "main_input_name", "input_ids")
+        if main not in inputs or not hasattr(self.model, "num_parameters"):
+            return super().floating_point_ops(inputs)
+        counted = getattr(self, "_counted_parameters", None)
+        if counted is None or counted[0] is not self.model:
+            counted = self._counted_parameters = (self.model, self.model.num_parameters(exclude_embeddings=True))
+        return 6 * inputs[main].numel() * counted[1]
+
     def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
         fresh = self.optimizer is None
         optimizer = super().create_optimizer(model)
