@@ -212,7 +212,8 @@ def sides(group: Path | None, args: argparse.Namespace) -> dict[str, dict]:
             latest = runs[side][-1]
             print(
                 f"{'quota' if group else 'no quota'}, {side}, run {repeat + 1}: {latest['threads_said']}, "
-                f"{latest['train_steps_per_s'] or 0:.3f} steps/s, {latest['inference_windows_per_s']:.2f} windows/s, "
+                + ("" if latest["train_steps_per_s"] is None else f"{latest['train_steps_per_s']:.3f} steps/s, ")
+                + f"{latest['inference_windows_per_s']:.2f} windows/s, "
                 f"{latest['throttled_per_s']:.1f} throttled periods/s",
                 file=sys.stderr,
                 flush=True,
