@@ -25,16 +25,27 @@ and reports where a step's time goes: the host's wall time a step, the device's 
 time, where there is a device), kernels launched and operators dispatched a step, and the host's waits a step
 (on a GPU the runtime's synchronize calls, which a tensor's value read on the host makes; without one, the
 operators that would: ``aten::_local_scalar_dense`` and ``aten::nonzero``); ``--output`` also gets each variant's
-operator table beside it (``OUTPUT.VARIANT.profile.txt``). A step whose wall time is well above the device's busy
-time leaves the device idle: the host sets its pace.
+operator table beside it (``OUTPUT.VARIANT.profile.txt``) and the profiled steps' timeline of host and device
+(``OUTPUT.VARIANT.trace.json.gz``, which Perfetto or chrome://tracing opens). A step whose wall time is well above the
+device's busy time leaves the device idle: the host sets its pace.
 
 The share of the GPU's rate counts 6 x the encoder's non-embedding parameters per token fed (padding included,
 attention left out), against ``--peak-tflops`` (dense bf16; default by the GPU's name).
 
+``--old-tree DIR`` first trains one whole epoch over the ``--limit`` questions' windows as ``bio-mrc compare`` trains a
+model (``train_model``, checkpoints every ``--checkpoint-steps``; ``_training_epoch.py``) by this checkout's package and
+by DIR's (a checkout of an earlier commit: ``git worktree add DIR COMMIT``), alternately, ``--repeats`` times each,
+each epoch in a process of its own on the same GPU: the Trainer's windows/s over the epoch (``train_samples_per_second``,
+the loader's start and the checkpoints included, as the GPU sections of RESULTS.md quote it), the seconds of its first
+100 steps, the windows/s and median step after them, and each checkpoint save's seconds.
+
     python benchmarks/bench_gpu_training.py [--limit 12000] [--steps 80] [--batch-size 128] [--encoder DIR]
+        [--old-tree DIR [--repeats 2] [--checkpoint-steps 250]]
 
 The last line is one JSON object:
-``{"benchmark": "gpu_training", "reference_windows_s": ..., "ours_windows_s": ..., "ratio": ..., ...}``.
+``{"benchmark": "gpu_training", "reference_windows_s": ..., "ours_windows_s": ..., "ratio": ..., ...}``, with
+``--old-tree`` also ``"epochs"`` (each epoch's figures by package), ``"ours_epoch_windows_s"``,
+``"old_epoch_windows_s"`` and ``"epoch_ratio"`` (ours / old).
 """
 
 from __future__ import annotations
@@ -62,6 +73,7 @@ from bio_mrc.training.trainer import HeadRateTrainer, fresh_model_and_tokenizer,
 from reference_recipe import reference_load_squad, reference_train_features, reference_trainer, reference_training_arguments
 
 import _common
+import _training_epoch
 
 NAME = "gpu_training"
 DENSE_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}  # by a word of torch.cuda.get_device_name
@@ -93,6 +105,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile-steps", type=int, default=0,
                         help="then profile each variant over this many steps (0: no profile)")
     parser.add_argument("--output", default=None, help="also write the JSON result to this file")
+    parser.add_argument("--old-tree", default=None,
+                        help="first train an epoch by this checkout's package and by DIR's, alternately (a checkout)")
+    parser.add_argument("--repeats", type=int, default=2, help="epochs by each package with --old-tree")
+    parser.add_argument("--checkpoint-steps", type=int, default=250,
+                        help="steps between the checkpoints of an --old-tree epoch (250, the GPU configs'; 0: none)")
     args = parser.parse_args()
     unknown = sorted(set(variant.strip() for variant in args.variants.split(",")) - set(VARIANTS))
     if unknown:
@@ -101,6 +118,11 @@ def parse_args() -> argparse.Namespace:
         _common.fail(f"--profile-steps must be 0 (no profile) or more, got {args.profile_steps}")
     if args.steps < 2:
         _common.fail(f"--steps must be at least 2 (an epoch is timed from the end of its first step), got {args.steps}")
+    if args.repeats < 1:
+        _common.fail(f"--repeats must be at least 1, got {args.repeats}")
+    if args.checkpoint_steps < 0:
+        _common.fail(f"--checkpoint-steps must be 0 (no checkpoints) or more, got {args.checkpoint_steps}")
+    _common.check_old_tree(args.old_tree)
     try:  # windows the package refuses end here, in one line
         TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, batch_size=args.batch_size, epochs=1.0)
     except BioMrcError as error:
@@ -233,20 +255,25 @@ def timed_epoch(name: str, batch_size: int, build: Callable[[int | None, list], 
 
 def profiled_steps(name: str, build: Callable[[int | None, list], tuple[Any, BatchShapes]], warmup: int, steps: int,
                    output: str | None) -> dict[str, float]:
-    """The variant trained for ``warmup + steps`` steps, the last ``steps`` profiled; its operator table written
-    beside ``output`` when given."""
+    """The variant trained for ``warmup + steps`` steps, the last ``steps`` profiled; its operator table and its
+    timeline written beside ``output`` when given."""
     profiler = StepProfiler(warmup + 1, steps)
     build(warmup + steps, [profiler])[0].train()
     if output:
         sort = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
         table = profiler.profile.key_averages().table(sort_by=sort, row_limit=40)
         Path(f"{output}.{name}.profile.txt").write_text(table + "\n")
+        profiler.profile.export_chrome_trace(f"{output}.{name}.trace.json.gz")
     return profile_summary(profiler.profile, steps, profiler.wall)
 
 
-def pools(args: argparse.Namespace, tokenizer, config: TrainConfig) -> tuple[datasets.Dataset, datasets.Dataset]:
-    reference = reference_train_features(reference_load_squad(args.data, args.limit), tokenizer, args.max_seq_length,
-                                         args.doc_stride)
+def pools(args: argparse.Namespace, tokenizer, config: TrainConfig) -> tuple[datasets.Dataset | None, datasets.Dataset]:
+    """The recipe's windows (where a variant asks for them, else None) and the package's, of the first ``--limit``
+    questions."""
+    reference = None
+    if "reference" in variant_names(args):
+        reference = reference_train_features(reference_load_squad(args.data, args.limit), tokenizer, args.max_seq_length,
+                                             args.doc_stride)
     ours = build_features(load_squad(args.data, limit=args.limit).examples, tokenizer, config.features,
                           desc="training windows", heads=["span", "bio"])
     ours = ours.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
@@ -277,11 +304,27 @@ def variant_builder(variant: str, batch: int, needed: int, encoder: str, tokeniz
     return lambda steps, callbacks: our_trainer(ours, windows, out, steps, variant, callbacks)
 
 
+def variant_names(args: argparse.Namespace) -> list[str]:
+    return [variant.strip() for variant in args.variants.split(",")]
+
+
+def package_epochs(args: argparse.Namespace, encoder: str) -> dict[str, Any]:
+    """With ``--old-tree``: the epochs by both packages, alternately, and their table's JSON fields; else none."""
+    if not args.old_tree:
+        return {}
+    settings = {"data": str(Path(args.data).resolve()), "limit": args.limit, "batch_size": args.batch_size,
+                "max_seq_length": args.max_seq_length, "doc_stride": args.doc_stride,
+                "checkpoint_steps": args.checkpoint_steps,
+                "encoder": str(Path(encoder).resolve()) if Path(encoder).exists() else encoder}
+    return {"old_tree": args.old_tree, **_training_epoch.print_epochs(_training_epoch.compare_epochs(settings, args.old_tree, args.repeats))}
+
+
 def main(args: argparse.Namespace) -> None:
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     encoder = resolve_encoder(args.encoder)
+    epochs = package_epochs(args, encoder)  # before this process's own work, so each epoch has the machine alone
     tokenizer = load_tokenizer(encoder)
     out = tempfile.mkdtemp(prefix="bench-gpu-training-")
     config = TrainConfig(encoder=encoder, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
@@ -291,10 +334,10 @@ def main(args: argparse.Namespace) -> None:
     print(f"machine: {_common.machine_description()}; GPU {gpu}; {_common.command_load_and_date()}", flush=True)
     runs: dict[str, Timed] = {}
     profiles: dict[str, dict[str, float]] = {}
-    for variant in [v.strip() for v in args.variants.split(",")]:
+    for variant in variant_names(args):
         batch = 32 if variant.endswith("-32") else args.batch_size
         needed = args.steps * batch
-        if min(len(reference_pool), len(our_pool)) < needed:
+        if min(len(pool) for pool in (reference_pool, our_pool) if pool is not None) < needed:
             _common.fail(f"--limit {args.limit} gives {len(our_pool)} windows, fewer than --steps x {batch} = {needed}")
         build = variant_builder(variant, batch, needed, encoder, tokenizer, config, (reference_pool, our_pool), out)
         runs[variant] = timed_epoch(variant, batch, build, args.warmup)
@@ -302,11 +345,11 @@ def main(args: argparse.Namespace) -> None:
         if args.profile_steps:
             profiles[variant] = profiled_steps(variant, build, args.warmup, args.profile_steps, args.output)
             print(f"{variant}: a profiled step {profiles[variant]}", flush=True)
-    report(args, runs, non_embedding_parameters(encoder), gpu, peak, profiles)
+    report(args, runs, non_embedding_parameters(encoder), gpu, peak, profiles, epochs)
 
 
 def report(args: argparse.Namespace, runs: dict[str, Timed], parameters: int, gpu: str, peak: float | None,
-           profiles: dict[str, dict[str, float]]) -> None:
+           profiles: dict[str, dict[str, float]], epochs: dict[str, Any]) -> None:
     print(f"\n| variant | batch | windows/s | tokens/s | model TFLOP/s | share of {peak or '?'} TFLOP/s |")
     print("| --- | --- | --- | --- | --- | --- |")
     for run in runs.values():
@@ -317,7 +360,7 @@ def report(args: argparse.Namespace, runs: dict[str, Timed], parameters: int, gp
     result = {"benchmark": NAME, "gpu": gpu, "machine": _common.machine_description(), "date": time.strftime("%Y-%m-%d"),
               "batch_size": args.batch_size, "steps": args.steps,
               **{f"{name}_windows_s": round(run.windows_per_s, 1) for name, run in runs.items()},
-              **{f"{name}_profile": profile for name, profile in profiles.items()}}
+              **{f"{name}_profile": profile for name, profile in profiles.items()}, **epochs}
     if "reference" in runs and "ours" in runs:
         result["ratio"] = round(runs["ours"].windows_per_s / runs["reference"].windows_per_s, 3)
     if "rows-32" in runs and "ours-32" in runs:

@@ -9,6 +9,7 @@ and :func:`test_scripts_start_as_scripts_from_both_folders` starts real Python p
 from __future__ import annotations
 
 import contextlib
+import gzip
 import importlib.util
 import io
 import json
@@ -232,6 +233,9 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_gpu_training.py", ["--steps", "1"], "--steps must be at least 2"),
     ("bench_gpu_training.py", ["--profile-steps", "-1"], "--profile-steps must be 0 (no profile) or more"),
     ("bench_gpu_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
+    ("bench_gpu_training.py", ["--repeats", "0"], "--repeats must be at least 1"),
+    ("bench_gpu_training.py", ["--checkpoint-steps", "-1"], "--checkpoint-steps must be 0 (no checkpoints) or more"),
+    ("bench_gpu_training.py", ["--old-tree", "no-such-checkout"], "--old-tree no-such-checkout holds no bio_mrc package"),
     ("bench_training.py", ["--variants", "ours,rows"], "--variants: unknown rows"),
     ("bench_step_host_time.py", ["--repeats", "0"], "--repeats 0, --limit 4000 and --skip 3: give at least 1 each"),
     ("bench_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
@@ -516,6 +520,58 @@ def test_gpu_training_profile_counts_a_steps_operators_and_host_waits(monkeypatc
     assert summary["operators"] == 3.0 and summary["host_waits"] == 2.0 and summary["wall_ms"] == 250.0
     if not torch.cuda.is_available():
         assert summary["kernels"] is None and summary["device_busy_ms"] is None
+
+
+def test_an_epochs_steps_split_into_its_first_steps_the_steps_after_and_its_saves(monkeypatch):
+    """Hand-computed: five steps of 4, 4, 4, 4 and 2 windows from a training begun at 0 s. The first two end at 2.0 s;
+    the three after them carry 10 windows in 3.0 s (3.33 windows/s) with steps of 1.0, 1.5 and 0.5 s (median 1 s); step 3
+    saves a checkpoint, from its end at 3.0 s to the next step's begin at 3.9 s. The Trainer's figure passes as it is."""
+    epoch = load_benchmark("_training_epoch", monkeypatch)
+    run = {"began": 0.0, "begins": [0.5, 1.5, 2.2, 3.9, 4.6], "ends": [1.0, 2.0, 3.0, 4.5, 5.0], "batches": [4, 4, 4, 4, 2],
+           "trainer_windows_s": 3.6, "windows": 18}
+    summary = epoch.epoch_summary(run, first_steps=2, checkpoint_steps=3)
+    assert summary["steps"] == 5 and summary["trainer_windows_s"] == 3.6
+    assert summary["first_steps"] == 2 and summary["first_steps_s"] == 2.0
+    assert summary["after_windows_s"] == pytest.approx(10 / 3.0, abs=0.05) and summary["median_step_ms"] == 1000.0
+    assert summary["saves_s"] == [0.9]
+    short = epoch.epoch_summary(run, first_steps=100, checkpoint_steps=0)  # an epoch shorter than the first steps
+    assert (short["first_steps"], short["first_steps_s"], short["saves_s"]) == (4, 4.5, [])
+    assert short["after_windows_s"] == pytest.approx(2 / 0.5) and short["median_step_ms"] == 500.0
+
+
+@pytest.mark.slow  # three processes each import torch and the package, two of them train
+def test_gpu_training_epochs_of_two_packages_alternate_and_name_a_missing_one(tmp_path: Path, tiny_encoder_dir: Path,
+                                                                              empty_data: Path):
+    """bench_gpu_training --old-tree against a checkout of the same package, on the CPU: each package trains one epoch
+    through train_model in a process of its own, its own package's, with the Trainer's windows/s, its first steps and
+    the steps after them; the in-process variant still runs, its profiled steps' operator table and timeline written
+    beside --output; a checkout without the package is one line."""
+    from .conftest import SAMPLE_V1
+
+    args = ["--encoder", str(tiny_encoder_dir), "--data", str(SAMPLE_V1), "--limit", "8", "--steps", "2",
+            "--batch-size", "2", "--warmup", "1", "--max-seq-length", "128", "--doc-stride", "32", "--variants", "ours",
+            "--checkpoint-steps", "2", "--repeats", "1", "--old-tree", str(REPO), "--profile-steps", "2",
+            "--output", str(tmp_path / "out.json")]
+    env = {**os.environ, "BIO_MRC_DATA": str(empty_data), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "benchmarks/bench_gpu_training.py", *args], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary == json.loads((tmp_path / "out.json").read_text())
+    assert summary["old_tree"] == str(REPO) and set(summary["epochs"]) == {"ours", "old"}
+    for way in ("ours", "old"):
+        [run] = summary["epochs"][way]
+        assert run["package"] == str(REPO / "bio_mrc" / "__init__.py")
+        assert run["trainer_windows_s"] > 0 and run["steps"] >= 2 and run["windows"] >= 2 * run["steps"] - 1
+        assert 1 <= run["first_steps"] < run["steps"] and run["after_windows_s"] > 0
+        assert len(run["saves_s"]) == (run["steps"] - 1) // 2  # a checkpoint every 2 steps, the last step's after the epoch
+    assert summary["epoch_ratio"] == pytest.approx(summary["ours_epoch_windows_s"] / summary["old_epoch_windows_s"], rel=1e-2)
+    assert summary["ours_windows_s"] > 0 and "| old | 1 |" in result.stdout
+    assert summary["ours_profile"]["operators"] > 0 and (tmp_path / "out.json.ours.profile.txt").is_file()
+    with gzip.open(tmp_path / "out.json.ours.trace.json.gz", "rt", encoding="utf-8") as trace:
+        assert any(event.get("name", "").startswith("aten::") for event in json.load(trace)["traceEvents"])
+    missing = run_script(REPO, "bench_gpu_training.py", "root", "--old-tree", str(empty_data), data_dir=empty_data)
+    assert_one_line_failure(missing, f"--old-tree {empty_data} holds no bio_mrc package")
 
 
 def test_a_report_that_is_no_comparison_is_named_as_the_scripts_option(tmp_path: Path):
