@@ -9,7 +9,9 @@ import functools
 import re
 import string
 import unicodedata
-from typing import Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Sequence
 
 import numpy as np
 import regex  # grapheme clusters (\X), which re lacks
@@ -20,10 +22,37 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
 
+# Each text's normalised form, kept by the open block of this thread or task (None: no block, each text normalised afresh).
+_NORMALIZED: ContextVar[dict[str, str] | None] = ContextVar("bio_mrc_normalized_answers", default=None)
+
+
 def normalize_answer(s: str) -> str:
-    """Lower-case, drop ASCII punctuation, then the articles a/an/the, then squash white space."""
+    """Lower-case, drop ASCII punctuation, then the articles a/an/the, then squash white space (a text normalised
+    once while :func:`shared_normalized_answers` runs)."""
+    kept = _NORMALIZED.get()
+    if kept is None:
+        return _normalized(s)
+    if (text := kept.get(s)) is None:
+        text = kept[s] = _normalized(s)
+    return text
+
+
+def _normalized(s: str) -> str:
     s = "".join(ch for ch in s.lower() if ch not in _PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+@contextmanager
+def shared_normalized_answers() -> Iterator[None]:
+    """Inside the block, :func:`normalize_answer` keeps each text's normalised form and reuses it (a grid of decodings
+    of one chunk of questions meets the same span texts at every value); a block inside another shares the outer
+    one's. The texts are dropped when the outermost block ends."""
+    kept = _NORMALIZED.get()
+    token = _NORMALIZED.set({} if kept is None else kept)
+    try:
+        yield
+    finally:
+        _NORMALIZED.reset(token)
 
 
 # Characters nobody reads as an answer's first or last: whitespace, controls and format characters (zero-width

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 from importlib import import_module
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .answer_text import normalize_answer
 from .errors import BioMrcError, DataFormatError
@@ -159,7 +159,13 @@ class DecodingEntry:
     def keep_spans(self, predictions: Any, min_probability: float, n_best: int | None = None) -> list[Any]:
         """Its multi-span answers under the span-count rule with ``min_probability``, from its decoded predictions
         (of n-best spans, the first ``n_best`` the candidates: all with None)."""
-        return resolve(SPAN_COUNT_RULES[self.multi_span])(predictions, min_probability, n_best)
+        (kept,) = resolve(SPAN_COUNT_RULES[self.multi_span])(predictions, (min_probability,), n_best)
+        return kept
+
+    def keep_spans_at(self, predictions: Any, thresholds: Sequence[float], n_best: int | None = None) -> Iterator[list[Any]]:
+        """:meth:`keep_spans` at each of ``thresholds`` in turn (a tuning's grid), what the rule reads of a prediction
+        whatever the threshold (its spans grouped by text, their texts normalised) read once."""
+        return resolve(SPAN_COUNT_RULES[self.multi_span])(predictions, thresholds, n_best)
 
     def with_nbest(self, predictions: Any, wider: Callable[[], list[Any]]) -> list[Any]:
         """Its multi-span ``predictions`` with the n-best spans of ``wider()`` (the same questions decoded with more
@@ -188,10 +194,11 @@ LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
 NO_ANSWER_SUBSETS = {"HasAns": True, "NoAns": False}
 ABSTAINING_SCORES = "bio_mrc.metrics.task_scores:abstain_f1"
 
-# How each kind of multi-span answer keeps its spans under the span-count rule.
-SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
-                    NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span",
-                    TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:tagged_or_nbest_spans"}
+# How each kind of multi-span answer keeps its spans under the span-count rule, at each of several thresholds in turn:
+# ``rule(predictions, thresholds, n_best) -> the answers at each threshold`` (one threshold: DecodingEntry.keep_spans).
+SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans_at",
+                    NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span_at",
+                    TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:tagged_or_nbest_spans_at"}
 # Where each kind of multi-span answer takes the n-best spans its shares are of, given them decoded more widely.
 NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:as_decoded",
                  NBEST_SPANS: "bio_mrc.decoding.nbest_spans:wider_nbest",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
+from bio_mrc.metrics import multispan_official
 from bio_mrc.metrics.multispan_official import multispan_metrics, partial_match
+from bio_mrc.metrics.shared_scores import shared_question_scores
 
 KEYS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
 
@@ -36,6 +40,20 @@ def test_partial_match_credits_by_hand():
     p_credit, r_credit = partial_match({"abcd", "xyz"}, {"abc", "xy", "qq"})
     assert p_credit == pytest.approx(3 / 3 + 2 / 2 + 0)  # each prediction: best over gold, / len(pred)
     assert r_credit == pytest.approx(3 / 4 + 2 / 3)  # each gold span: best over predictions, / len(gold)
+
+
+def test_a_gold_and_predicted_span_are_matched_once_while_a_block_shares_scores(monkeypatch):
+    matched = []
+    characters = multispan_official._matched_characters
+    monkeypatch.setattr(multispan_official, "_matched_characters", lambda g, p: matched.append((g, p)) or characters(g, p))
+    answers = ({"abc", "xy"}, {"abc", "qq"}, {"abc", "xy"})  # three answers sharing spans, as a tuning's grid gives
+    afresh = [partial_match({"abcd", "xyz"}, answer) for answer in answers]
+    assert len(matched) == 12  # no block: every pair of every answer
+    matched.clear()
+    with shared_question_scores():
+        shared = [partial_match({"abcd", "xyz"}, answer) for answer in answers]
+    assert shared == afresh and shared[0] == (3 / 3 + 2 / 2, 3 / 4 + 2 / 3)
+    assert sorted(matched) == sorted(itertools.product(["abcd", "xyz"], ["abc", "qq", "xy"]))  # each pair once
 
 
 def test_micro_average_over_questions_and_duplicates_count_once():

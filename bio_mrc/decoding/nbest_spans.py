@@ -3,8 +3,9 @@ n-best multi-span answers of a start/end decoding."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -25,12 +26,38 @@ def keep_probable_spans(predictions: Sequence[Prediction], min_probability: floa
     (a span without one is kept), its text is one once normalised (:func:`is_answer_text`) and it shares no
     character with a span kept before it (:func:`apart`). The spans are a tag sequence's, chosen among the n-best
     as it was decoded, so ``n_best`` asks nothing more of them."""
-    out = []
-    for prediction in predictions:
-        kept = [span for k, span in enumerate(prediction.spans) if k == 0 or (
-            is_answer_text(span.text) and (span.probability is None or span.probability >= min_probability))]
-        out.append(replace(prediction, spans=apart(kept)))
-    return out
+    (kept,) = keep_probable_spans_at(predictions, (min_probability,), n_best)
+    return kept
+
+
+def keep_probable_spans_at(
+    predictions: Sequence[Prediction], thresholds: Sequence[float], n_best: int | None = None
+) -> Iterator[list[Prediction]]:
+    """:func:`keep_probable_spans` at each of ``thresholds`` in turn, whether each span's text is an answer read once."""
+    return _at_each(_answer_texts, _probable_spans, predictions, thresholds, n_best)
+
+
+def _answer_texts(prediction: Prediction, n_best: int | None) -> list[bool]:
+    """Per span, whether it may join the answer after the first whatever its probability (:func:`is_answer_text`)."""
+    return [k == 0 or is_answer_text(span.text) for k, span in enumerate(prediction.spans)]
+
+
+def _probable_spans(prediction: Prediction, answer_texts: list[bool], min_probability: float) -> Prediction:
+    kept = [span for k, (span, text) in enumerate(zip(prediction.spans, answer_texts)) if k == 0 or (
+        text and (span.probability is None or span.probability >= min_probability))]
+    return replace(prediction, spans=apart(kept))
+
+
+def _at_each(
+    prepare: Callable[[Prediction, int | None], Any], keep: Callable[[Prediction, Any, float], Prediction],
+    predictions: Sequence[Prediction], thresholds: Sequence[float], n_best: int | None,
+) -> Iterator[list[Prediction]]:
+    """A span-count rule's answers at each of ``thresholds`` in turn: ``prepare(prediction, n_best)``, what the rule
+    reads of a prediction whatever the threshold, once per prediction; ``keep(prediction, prepared, threshold)``, its
+    answer at a threshold. What is prepared lives while the answers are asked for (one chunk of questions' grid)."""
+    prepared = [prepare(prediction, n_best) for prediction in predictions]
+    for min_probability in thresholds:
+        yield [keep(prediction, ready, min_probability) for prediction, ready in zip(predictions, prepared)]
 
 
 def nbest_multi_span(
@@ -51,19 +78,40 @@ def nbest_multi_span(
     (punctuation, an article) is no answer and joins none. Each returned span's ``score`` and
     ``probability`` are its answer's.
     """
-    out = []
-    for prediction in predictions:
-        kept: list[AnswerSpan] = []
-        answers = _answers_by_text(prediction.spans, n_best)
-        taken = TakenCharacters([(span.start, span.end) for span, _ in answers])  # time linear in a long n-best
-        for span, p in answers:
-            if kept and p < min_probability:
-                break  # after the first, answers are sorted likeliest first, so no later one qualifies
-            if not taken.overlaps(span.start, span.end):
-                taken.take(span.start, span.end)
-                kept.append(replace(span, score=p, probability=p))
-        out.append(replace(prediction, spans=kept))
-    return out
+    (kept,) = nbest_multi_span_at(predictions, (min_probability,), n_best)
+    return kept
+
+
+def nbest_multi_span_at(
+    predictions: Sequence[Prediction], thresholds: Sequence[float], n_best: int | None = None
+) -> Iterator[list[Prediction]]:
+    """:func:`nbest_multi_span` at each of ``thresholds`` in turn, each question's spans grouped by text once."""
+    return _at_each(_nbest_answers, _kept_answers, predictions, thresholds, n_best)
+
+
+def _nbest_answers(prediction: Prediction, n_best: int | None) -> list[tuple[AnswerSpan, float]]:
+    """The answers (:func:`_answers_by_text`) that overlap none taken before them, each as its span with the least
+    probability of the answers from the second up to it (the first: infinity). At a threshold the rule stops at the
+    first answer after the best below it, so it keeps these up to the first whose least is below the threshold."""
+    answers = _answers_by_text(prediction.spans, n_best)
+    taken = TakenCharacters([(span.start, span.end) for span, _ in answers])  # time linear in a long n-best
+    kept, least = [], math.inf
+    for k, (span, p) in enumerate(answers):
+        least = least if k == 0 else min(least, p)
+        if not taken.overlaps(span.start, span.end):
+            taken.take(span.start, span.end)
+            kept.append((replace(span, score=p, probability=p), least))
+    return kept
+
+
+def _kept_answers(prediction: Prediction, answers: list[tuple[AnswerSpan, float]], min_probability: float) -> Prediction:
+    """``prediction`` with the ``answers`` (:func:`_nbest_answers`) ``min_probability`` keeps: the first always."""
+    kept: list[AnswerSpan] = []
+    for span, least in answers:
+        if kept and least < min_probability:
+            break  # an answer after the best below the threshold stops the rule, and the least only falls
+        kept.append(span)
+    return replace(prediction, spans=kept)
 
 
 def _answers_by_text(spans: Sequence[AnswerSpan], n_best: int | None = None) -> list[tuple[AnswerSpan, float]]:
@@ -103,19 +151,42 @@ def tagged_or_nbest_spans(
 
     The tagger is the head that can represent several spans, so it decides whether an answer has several; n-best
     shares compete for one answer (two right spans split the probability), so they decide only where it does not."""
-    out = []
-    for prediction in predictions:
-        tagged = [s for s in prediction.tag_spans or ()
-                  if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
-        best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
-        tagged = _by_score(tagged, [span.probability for span in tagged])
-        lead = next((k for k, span in enumerate(tagged) if normalize_answer(span.text) == best), None)
-        if lead is not None:  # the single answer's likeliest mention first; its other mentions keep their places
-            tagged.insert(0, tagged.pop(lead))
-        tagged = apart(tagged)
-        several = len({normalize_answer(span.text) for span in tagged}) >= 2  # one text at two mentions is one answer
-        out.append(replace(prediction, spans=tagged) if several else nbest_multi_span([prediction], min_probability, n_best)[0])
-    return out
+    (kept,) = tagged_or_nbest_spans_at(predictions, (min_probability,), n_best)
+    return kept
+
+
+def tagged_or_nbest_spans_at(
+    predictions: Sequence[Prediction], thresholds: Sequence[float], n_best: int | None = None
+) -> Iterator[list[Prediction]]:
+    """:func:`tagged_or_nbest_spans` at each of ``thresholds`` in turn, each question's tagged spans (which no threshold
+    moves) read once, and its n-best spans, where they decide, grouped by text once."""
+    return _at_each(_tagged_or_nbest_answers, _kept_tagged_or_nbest, predictions, thresholds, n_best)
+
+
+def _tagged_or_nbest_answers(prediction: Prediction, n_best: int | None) -> tuple[list[AnswerSpan] | None, list | None]:
+    """``(tagged spans, None)`` where the tag sequence holds spans of several texts, else ``(None, n-best answers)``."""
+    tagged = _several_tagged_spans(prediction)
+    return (tagged, None) if tagged is not None else (None, _nbest_answers(prediction, n_best))
+
+
+def _kept_tagged_or_nbest(prediction: Prediction, prepared: tuple[list[AnswerSpan] | None, list | None], min_probability: float) -> Prediction:
+    tagged, answers = prepared
+    return replace(prediction, spans=list(tagged)) if tagged is not None else _kept_answers(prediction, answers, min_probability)
+
+
+def _several_tagged_spans(prediction: Prediction) -> list[AnswerSpan] | None:
+    """The tag spans more likely than not, the single answer's likeliest mention first, where they hold two or more
+    texts once normalised; else None (the n-best spans decide)."""
+    tagged = [s for s in prediction.tag_spans or ()
+              if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
+    best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
+    tagged = _by_score(tagged, [span.probability for span in tagged])
+    lead = next((k for k, span in enumerate(tagged) if normalize_answer(span.text) == best), None)
+    if lead is not None:  # the single answer's likeliest mention first; its other mentions keep their places
+        tagged.insert(0, tagged.pop(lead))
+    tagged = apart(tagged)
+    several = len({normalize_answer(span.text) for span in tagged}) >= 2  # one text at two mentions is one answer
+    return tagged if several else None
 
 
 def wider_nbest(predictions: Sequence[Prediction], wider: Callable[[], Sequence[Prediction]]) -> list[Prediction]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from .. import registry
 from ..decoding.postprocess import DecodeConfig, decode
@@ -141,6 +141,14 @@ def multi_span_answers(
     """Decoded predictions (a tag-sequence decoding's multi-span ones, another's n-best) -> multi-span answers
     under the span-count rule with ``min_probability``, of the first ``n_best`` n-best spans (all with None)."""
     return registry.decoding(decoding).keep_spans(predictions, min_probability, n_best)
+
+
+def multi_span_answers_at(
+    predictions: Sequence[Prediction], decoding: str, thresholds: Sequence[float], n_best: int | None = None
+) -> Iterator[list[Prediction]]:
+    """:func:`multi_span_answers` at each of ``thresholds`` in turn (:meth:`~bio_mrc.registry.DecodingEntry.keep_spans_at`:
+    what the rule reads of a prediction whatever the threshold read once)."""
+    return registry.decoding(decoding).keep_spans_at(predictions, thresholds, n_best)
 
 
 def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None, threshold: float | None = None) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import without_blank_edges
+from ..answer_text import shared_normalized_answers, without_blank_edges
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
@@ -28,7 +28,7 @@ from ..model_folder import NOT_FITTED
 from ..types import Example, Prediction, content_hash
 from ..plurals import counted
 from ..progress import question_bar, questions_done, questions_planned
-from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
+from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers_at, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
 from .tuning_chunks import columns_statistic, each_chunk, joined_columns, score_columns
@@ -173,7 +173,8 @@ def tune_bio_length_prior(
     parts: list[list[dict]] = [[] for _ in grid]  # per β, each chunk's per-question columns
     for part_outputs, part in each_chunk(outputs, examples, rows, counted=False):
         merged = GroupedTags.of(part_outputs, len(part), tagged.merged_tags)
-        with shared_question_scores():  # an answer most β give alike is scored once, while the chunk's grid runs
+        # while the chunk's grid runs, an answer most β give alike is scored once and a span text they meet normalised once
+        with shared_question_scores(), shared_normalized_answers():
             for columns, chosen in zip(parts, options):
                 columns.append(score_columns(task, part, merged.decode(decode_tags, part, chosen)))
                 questions_done(len(part))  # each β is a pass over the chunk's questions
@@ -216,9 +217,11 @@ def span_count_columns(
     grid: Sequence[float], n_best: int | None,
 ) -> list[dict]:
     """Per grid value, the task's per-question columns of the multi-span answers that threshold keeps of ``candidates``
-    (an answer several thresholds keep alike scored once)."""
-    with shared_question_scores():
-        return [score_columns(task, examples, multi_span_answers(candidates, decoding, float(value), n_best)) for value in grid]
+    (each candidate's spans grouped by text once, a text normalised once, an answer several thresholds keep alike
+    scored once)."""
+    with shared_question_scores(), shared_normalized_answers():
+        thresholds = [float(value) for value in grid]
+        return [score_columns(task, examples, answers) for answers in multi_span_answers_at(candidates, decoding, thresholds, n_best)]
 
 
 def best_span_count_threshold(

@@ -23,6 +23,11 @@ def _normalized_set(texts: Sequence[str], qid: str, side: str) -> set[str]:
 
 
 def _longest_common_substring(gold: str, pred: str) -> int:
+    # kept while a block shares scores (shared_question_scores): the answers a tuning's grid gives share most spans
+    return kept_score(("multispan-lcs", gold, pred), lambda: _matched_characters(gold, pred))
+
+
+def _matched_characters(gold: str, pred: str) -> int:
     # The official script's exact call (autojunk included), so long spans score as there.
     return difflib.SequenceMatcher(None, gold, pred).find_longest_match(0, len(gold), 0, len(pred)).size
 

@@ -1,5 +1,6 @@
 """Per-question scores kept while a block runs: scorers called twice on one file's answers (its official metrics, then
-its per-question columns for a paired difference) compute each question's score once. Outside a block nothing is kept."""
+its per-question columns for a paired difference) compute each question's score once, and a tuning's grid, whose
+answers share most of their spans, each span's partial match with a gold span once. Outside a block nothing is kept."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ _KEPT: ContextVar[dict[Hashable, Any] | None] = ContextVar("bio_mrc_shared_quest
 
 @contextmanager
 def shared_question_scores() -> Iterator[None]:
-    """Inside the block, the official scorers keep each question's score of each answer and reuse it; a block inside
-    another shares the outer one's. The scores are dropped when the outermost block ends."""
+    """Inside the block, the official scorers keep each question's score of each answer (and MultiSpanQA's partial
+    match of each gold and predicted span) and reuse it; a block inside another shares the outer one's. The scores
+    are dropped when the outermost block ends."""
     kept = _KEPT.get()
     token = _KEPT.set({} if kept is None else kept)
     try:
