@@ -326,7 +326,6 @@ def main(args: argparse.Namespace) -> None:
     encoder = resolve_encoder(args.encoder)
     epochs = package_epochs(args, encoder)  # before this process's own work, so each epoch has the machine alone
     tokenizer = load_tokenizer(encoder)
-    out = tempfile.mkdtemp(prefix="bench-gpu-training-")
     config = TrainConfig(encoder=encoder, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                          precision="bf16", epochs=1.0)
     reference_pool, our_pool = pools(args, tokenizer, config)
@@ -334,17 +333,18 @@ def main(args: argparse.Namespace) -> None:
     print(f"machine: {_common.machine_description()}; GPU {gpu}; {_common.command_load_and_date()}", flush=True)
     runs: dict[str, Timed] = {}
     profiles: dict[str, dict[str, float]] = {}
-    for variant in variant_names(args):
-        batch = 32 if variant.endswith("-32") else args.batch_size
-        needed = args.steps * batch
-        if min(len(pool) for pool in (reference_pool, our_pool) if pool is not None) < needed:
-            _common.fail(f"--limit {args.limit} gives {len(our_pool)} windows, fewer than --steps x {batch} = {needed}")
-        build = variant_builder(variant, batch, needed, encoder, tokenizer, config, (reference_pool, our_pool), out)
-        runs[variant] = timed_epoch(variant, batch, build, args.warmup)
-        print(f"{variant}: batch {batch}, {runs[variant].steps} steps, {runs[variant].windows_per_s:,.0f} windows/s", flush=True)
-        if args.profile_steps:
-            profiles[variant] = profiled_steps(variant, build, args.warmup, args.profile_steps, args.output)
-            print(f"{variant}: a profiled step {profiles[variant]}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-training-") as out:  # the Trainers' output folders, removed at the end
+        for variant in variant_names(args):
+            batch = 32 if variant.endswith("-32") else args.batch_size
+            needed = args.steps * batch
+            if min(len(pool) for pool in (reference_pool, our_pool) if pool is not None) < needed:
+                _common.fail(f"--limit {args.limit} gives {len(our_pool)} windows, fewer than --steps x {batch} = {needed}")
+            build = variant_builder(variant, batch, needed, encoder, tokenizer, config, (reference_pool, our_pool), out)
+            runs[variant] = timed_epoch(variant, batch, build, args.warmup)
+            print(f"{variant}: batch {batch}, {runs[variant].steps} steps, {runs[variant].windows_per_s:,.0f} windows/s", flush=True)
+            if args.profile_steps:
+                profiles[variant] = profiled_steps(variant, build, args.warmup, args.profile_steps, args.output)
+                print(f"{variant}: a profiled step {profiles[variant]}", flush=True)
     report(args, runs, non_embedding_parameters(encoder), gpu, peak, profiles, epochs)
 
 
