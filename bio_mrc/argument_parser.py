@@ -7,7 +7,7 @@ import argparse
 import difflib
 import numbers
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .plugins import PLUGIN_GROUP
 
@@ -102,7 +102,13 @@ class EveryUse(argparse.Action):
 
 
 class CommandLineParser(argparse.ArgumentParser):
-    """A top-level parser with subcommands that reads ``--run_qa_names`` and guesses at unknown options."""
+    """A top-level parser with subcommands that reads ``--run_qa_names`` and guesses at unknown options.
+    ``every_command`` builds the parser with every command's options, where this one has only some commands' (an
+    unknown option's line names the commands that have it)."""
+
+    def __init__(self, *args: Any, every_command: Callable[[], CommandLineParser] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._every_command = every_command
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         argv = list(sys.argv[1:] if args is None else args)
@@ -172,14 +178,15 @@ class CommandLineParser(argparse.ArgumentParser):
                     for token in before)
         return None if asked else command
 
-    def _commands(self) -> Mapping[str, argparse.ArgumentParser]:
+    def command_parsers(self) -> Mapping[str, argparse.ArgumentParser]:
+        """Each command's subparser, by name (none without commands)."""
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction):
                 return action.choices
         return {}
 
     def _command(self, argv: Sequence[str]) -> tuple[str | None, argparse.ArgumentParser | None]:
-        subparsers = self._commands()
+        subparsers = self.command_parsers()
         for token in argv:
             if token in subparsers:
                 return token, subparsers[token]
@@ -206,7 +213,8 @@ class CommandLineParser(argparse.ArgumentParser):
             return f"{where}: unexpected argument {token!r} ({where} --help lists what it takes)"
         options = [o for o in (subparser or self)._option_string_actions if o.startswith("--")]
         package_name = _package_name(name, command)
-        elsewhere = [c for c, p in self._commands().items() if package_name in p._option_string_actions]
+        whole = self if self._every_command is None else self._every_command()
+        elsewhere = [c for c, p in whole.command_parsers().items() if package_name in p._option_string_actions]
         if package_name != name and elsewhere:
             return f"{where} has no option {name}: {package_name} is an option of {', '.join(elsewhere)} only ({where} --help lists its own)"
         if meaning := AMBIGUOUS_NAMES.get((command, package_name)):

@@ -26,7 +26,19 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_the_parser_knows_every_command():
-    assert set(build_parser()._commands()) == set(COMMANDS)
+    assert set(build_parser().command_parsers()) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_parser_given_one_commands_options_reads_that_command_as_the_whole_parser_does(command):
+    """main gives only the command a run names its options: its help and defaults are the whole parser's, the top
+    level's help lists every command alike, and the other commands have no option but -h."""
+    whole, one = build_parser(), build_parser(commands=(command,))
+    assert one.format_help() == whole.format_help()
+    assert one.command_parsers()[command].format_help() == whole.command_parsers()[command].format_help()
+    assert one.command_parsers()[command]._defaults == whole.command_parsers()[command]._defaults
+    others = [name for name in COMMANDS if name != command]
+    assert all(list(one.command_parsers()[name]._option_string_actions) == ["-h", "--help"] for name in others)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -132,7 +144,7 @@ def test_serve_takes_the_model_as_an_option_or_an_argument_once(capsys):
 
 def test_every_model_command_takes_a_device_checked_before_any_work(capsys):
     for command in ("train", "predict", "tune", "extract", "serve", "compare"):
-        assert "--device" in build_parser()._commands()[command]._option_string_actions, command
+        assert "--device" in build_parser().command_parsers()[command]._option_string_actions, command
     # no such data file either: the device is refused first
     assert main(["predict", "--model", "m", "--data", "missing.json", "--output", "p.json", "--device", "tpu"]) == 2
     assert capsys.readouterr().err == "error: device 'tpu': one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto\n"

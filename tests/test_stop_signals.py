@@ -59,9 +59,9 @@ def test_ctrl_c_before_the_command_runs_or_after_it_returned_is_one_line(monkeyp
     target = {"parsing": "build_parser", "closing": "close_process_group"}[moment]
     real = getattr(cli, target)
 
-    def stopped(*args):
+    def stopped(*args, **options):
         _ctrl_c()
-        return real(*args)
+        return real(*args, **options)
 
     monkeypatch.setattr(cli, target, stopped)
     monkeypatch.setattr(cli.parser, "cmd_evaluate", lambda _args: 0)

@@ -23,7 +23,7 @@ from .console import (bars_for_a_log, close_open_bars, escapes_what_stdout_canno
                       streams_closed_by_the_shell)
 from .leftovers import no_empty_torch_cache_folder
 from .options import FLAGS, argument_flags, check_model_names, check_optional_files, decode_text_options, expand_home
-from .parser import build_parser
+from .parser import add_command_options, build_parser
 from .torch_threads import threads_fitted, torch_imported
 
 __all__ = ["build_parser", "main"]
@@ -58,16 +58,16 @@ def _say_interrupted() -> None:
 
 def _run(argv: Sequence[str] | None, torch_before: bool = False) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(commands=())  # the commands' options are added below, the one this run parses alone
     # A command (its --help too) offers the tables' names: installed plug-ins register theirs first. The top level's
     # --version and --help read no table, so a broken plug-in never stops them.
-    if parser.command_of(argv) is not None:
+    if (command := parser.command_of(argv)) is not None:
         try:
-            if load_plugins():
-                parser = build_parser()  # again, to offer what they registered
+            load_plugins()
         except BioMrcError as err:
             print(f"error: {printable_line(str(err))}", file=sys.stderr)
             return 2
+        add_command_options(parser, command)
     args = parser.parse_args(argv)
     setattr(args, FLAGS, argument_flags(parser, args.command))
     expand_home(args)

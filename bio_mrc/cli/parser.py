@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from .. import __version__, registry
 from ..argument_parser import RUN_QA_NOTE, CommandLineParser, EveryUse
@@ -30,14 +32,36 @@ _DESCRIPTION = ("bio-mrc: extractive question answering with a BIO tagging head 
                 "encoder: train a model, answer questions with it, score, tune, compare, export and serve it.")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = CommandLineParser(prog="bio-mrc", description=_DESCRIPTION, epilog=RUN_QA_NOTE)
+@dataclass(frozen=True)
+class Command:
+    """One ``bio-mrc`` command: the line ``bio-mrc --help`` gives it and what adds its options (and its ``func``)."""
+
+    help: str
+    add_options: Callable[[argparse.ArgumentParser], None]
+
+
+def build_parser(commands: Collection[str] | None = None) -> CommandLineParser:
+    """The parser of every command in :data:`COMMANDS`; with ``commands``, every command named (the top level's
+    ``--help`` lists them all) but only those given options (:func:`bio_mrc.cli.main` gives the one a run names its
+    options, not every command's few hundred)."""
+    parser = CommandLineParser(prog="bio-mrc", description=_DESCRIPTION, epilog=RUN_QA_NOTE,
+                               every_command=None if commands is None else build_parser)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
-    add_command = functools.partial(sub.add_parser, formatter_class=DefaultsHelpFormatter)
+    for name, command in COMMANDS.items():
+        # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
+        sub.add_parser(name, help=command.help, formatter_class=DefaultsHelpFormatter)
+    for name in COMMANDS if commands is None else commands:
+        add_command_options(parser, name)
+    return parser
 
-    train = add_command("train", help="fine-tune a model on labelled questions (SQuAD JSON, JSON Lines, CSV, ...)")
+
+def add_command_options(parser: CommandLineParser, command: str) -> None:
+    """Give ``command``'s subparser of a :func:`build_parser` parser its options."""
+    COMMANDS[command].add_options(parser.command_parsers()[command])
+
+
+def _train_options(train: argparse.ArgumentParser) -> None:
     train.add_argument("--train", required=True, help=DATA_HELP)
     train.add_argument("--limit", type=count_option, help="train on the first N questions of --train (default: all)")
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
@@ -54,21 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_options(train)
     add_network_options(train)
     train.set_defaults(func=cmd_train)
-    _add_model_commands(add_command)
-    _add_compare_and_extract(add_command)
-    _add_export_command(add_command)
-    _add_serve_command(add_command)
-    return parser
 
 
-def _add_model_commands(add_command) -> None:
-    """The commands that run a trained model, or score what it wrote: predict, evaluate, tune."""
-    for add in (_add_predict_command, _add_evaluate_command, _add_tune_command):
-        add(add_command)
-
-
-def _add_predict_command(add_command) -> None:
-    predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
+def _predict_options(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--model", required=True, help=MODEL_HELP)
     add_revision_option(predict)
     predict.add_argument("--data", required=True, help=DATA_HELP)
@@ -93,8 +105,7 @@ def _add_predict_command(add_command) -> None:
     predict.set_defaults(func=cmd_predict)
 
 
-def _add_evaluate_command(add_command) -> None:
-    evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
+def _evaluate_options(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--data", required=True, help=f"{DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True,
                           help="the official {id: answer} file (predict --output), or {id: [span texts]} for multi-span scoring; "
@@ -126,10 +137,7 @@ def _add_evaluate_command(add_command) -> None:
     evaluate.set_defaults(func=cmd_evaluate)
 
 
-def _add_tune_command(add_command) -> None:
-    tune = add_command("tune", help="tune the BIO span-length prior, no-answer thresholds (SQuAD 2.0 data), span-count "
-                                       "thresholds (multi-span data) and calibrators on held-out questions and save them "
-                                       "with the model")
+def _tune_options(tune: argparse.ArgumentParser) -> None:
     tune.add_argument("--model", required=True, help=MODEL_HELP)
     add_revision_option(tune)
     tune.add_argument("--data", required=True, help=f"held-out questions, used neither for training nor for the final evaluation: {DATA_FORMS}")
@@ -154,9 +162,8 @@ def _add_tune_command(add_command) -> None:
     tune.set_defaults(func=cmd_tune)
 
 
-def _add_compare_and_extract(add_command) -> None:
-    """compare (the harness) and extract (one question about one text)."""
-    compare = add_command("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
+def _compare_options(compare: argparse.ArgumentParser) -> None:
+    """compare: the harness."""
     compare.add_argument("--config", default="quick", help=f"a JSON config file (--print-schema prints every key it takes) "
                                                           f"or a preset: {', '.join(PRESETS)}")
     compare.add_argument("--data-dir", help="the folder a config's relative data paths are read under (squad-v1.1/, "
@@ -175,7 +182,10 @@ def _add_compare_and_extract(add_command) -> None:
                          help="an earlier report.json (or .json.xz, .json.gz) of this comparison: the models it holds are neither "
                               "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
-    extract = add_command("extract", help="answer one question about a text, or across several texts, ranked")
+
+
+def _extract_options(extract: argparse.ArgumentParser) -> None:
+    """extract: one question about one text, or across several."""
     extract.add_argument("--model", required=True, help=MODEL_HELP)
     add_revision_option(extract)
     add_precision_option(extract)
@@ -195,13 +205,10 @@ def _add_compare_and_extract(add_command) -> None:
     extract.set_defaults(func=cmd_extract)
 
 
-def _add_export_command(add_command) -> None:
+def _export_options(export: argparse.ArgumentParser) -> None:
     """export: a saved model as a self-describing ONNX folder that predict, extract and AnswerExtractor run.
     ``--opset`` and ``--atol`` are unset by default (export_onnx's defaults apply): their help names
     bio_mrc.inference.export_options' DEFAULT_OPSET and TOLERANCE (tests/test_onnx.py ties them)."""
-    export = add_command("export", help="export a model to ONNX (needs pip install 'bio_mrc[onnx]'; predict/extract/"
-                                         "AnswerExtractor run the folder with ONNX Runtime), or its span head as "
-                                         "transformers' ...ForQuestionAnswering")
     export.add_argument("--model", required=True, help="a saved bio_mrc model folder, transformers' extractive QA "
                                                        "model (...ForQuestionAnswering), or a hub id of one")
     add_revision_option(export)
@@ -217,8 +224,9 @@ def _add_export_command(add_command) -> None:
     export.set_defaults(func=cmd_export)
     runs_a_model(export)  # on the CPU: the export is checked against PyTorch's outputs
 
-    convert = add_command("convert", help="save transformers' extractive QA model (BertForQuestionAnswering and its kin; "
-                                          "a folder or hub id) as a bio_mrc model with a span head, for tune and the rest")
+
+def _convert_options(convert: argparse.ArgumentParser) -> None:
+    """convert: transformers' extractive QA model as a bio_mrc model with a span head."""
     convert.add_argument("--model", required=True, help="the ...ForQuestionAnswering model: a folder or a hub id")
     add_revision_option(convert)
     convert.add_argument("--output", required=True, help="a new or empty folder for the bio_mrc model")
@@ -236,10 +244,8 @@ def _add_export_command(add_command) -> None:
     runs_a_model(convert)
 
 
-def _add_serve_command(add_command) -> None:
+def _serve_options(serve: argparse.ArgumentParser) -> None:
     """serve: answers over HTTP, concurrent requests batched into one forward pass (bio_mrc.serving)."""
-    serve = add_command("serve", help="answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
-                                      "(needs pip install 'bio_mrc[serve]')")
     serve.add_argument("--model", dest="model_option", metavar="MODEL",
                        help="a saved bio_mrc model folder, an ONNX export of one, or a hub id (or give it as MODEL)")
     serve.add_argument("model", nargs="?", metavar="MODEL", help="the same as --model")
@@ -247,3 +253,21 @@ def _add_serve_command(add_command) -> None:
     add_precision_option(serve)
     add_config_options(serve, ServeConfig)
     serve.set_defaults(func=cmd_serve)
+
+
+# The commands, in the order bio-mrc --help lists them.
+COMMANDS: dict[str, Command] = {
+    "train": Command("fine-tune a model on labelled questions (SQuAD JSON, JSON Lines, CSV, ...)", _train_options),
+    "predict": Command("write official-format predictions (+ n-best and na_prob files)", _predict_options),
+    "evaluate": Command("official SQuAD v1.1/v2.0 or MultiSpanQA metrics", _evaluate_options),
+    "tune": Command("tune the BIO span-length prior, no-answer thresholds (SQuAD 2.0 data), span-count thresholds "
+                    "(multi-span data) and calibrators on held-out questions and save them with the model", _tune_options),
+    "compare": Command("train/reuse runs, evaluate every decoding on the same questions, write a report", _compare_options),
+    "extract": Command("answer one question about a text, or across several texts, ranked", _extract_options),
+    "export": Command("export a model to ONNX (needs pip install 'bio_mrc[onnx]'; predict/extract/AnswerExtractor run the "
+                      "folder with ONNX Runtime), or its span head as transformers' ...ForQuestionAnswering", _export_options),
+    "convert": Command("save transformers' extractive QA model (BertForQuestionAnswering and its kin; a folder or hub id) "
+                       "as a bio_mrc model with a span head, for tune and the rest", _convert_options),
+    "serve": Command("answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
+                     "(needs pip install 'bio_mrc[serve]')", _serve_options),
+}
