@@ -63,6 +63,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run the slow tier too (tests marked slow: subprocesses, browsers, real data, torchrun)")
 
 
+_WHOLE_PROPERTY_RUNS = False  # set as pytest configures: does the slow tier run (property_examples)?
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _WHOLE_PROPERTY_RUNS
+    _WHOLE_PROPERTY_RUNS = _runs_slow(config)
+
+
+def property_examples(count: int) -> int:
+    """How many examples a property test (Hypothesis) draws: ``count`` where the slow tier runs too (``--run-slow``, as
+    CI runs), a quarter of it (at least 10) in the fast tier alone, which is for quick feedback. Read as test modules
+    load, after pytest has configured."""
+    return count if _WHOLE_PROPERTY_RUNS else min(count, max(10, count // 4))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Without ``--run-slow`` (or a ``-m`` expression that names ``slow``) the slow tier is deselected,
     except tests named by node id on the command line. A pytest-xdist worker puts the files in the order they are

@@ -4,6 +4,8 @@ from hypothesis import given, settings, strategies as st
 
 from bio_mrc.answer_text import mentions, with_every_mention
 
+from .conftest import property_examples
+
 
 def test_mentions_are_whole_words_left_to_right():
     context = "Jack met Jackson. Jack's dog, Jack Smith and hijack: Jack"
@@ -62,7 +64,7 @@ def test_a_mention_overlapping_an_annotated_span_is_not_added():
 words = st.sampled_from(["Ann", "Bob", "Bobby", "the", "and", ",", "."])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(st.lists(words, min_size=1, max_size=14), st.data())
 def test_every_added_mention_repeats_an_answer_text_and_none_overlap(tokens, data):
     context = " ".join(tokens)

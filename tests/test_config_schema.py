@@ -22,6 +22,8 @@ from bio_mrc.errors import BioMrcError, ConfigError, DataFormatError
 from bio_mrc.harness.config import PRESETS, comparison_schema, load_config, parse_config
 from bio_mrc.training.train import TrainConfig
 
+from .conftest import property_examples
+
 ABLATIONS = Path(__file__).parents[1] / "benchmarks" / "ablations"
 PUBLISHED = ABLATIONS / "compare-config.schema.json"
 MINIMAL = {"train": {"path": "a.json"}, "eval": {"path": "b.json"}, "runs": [{"name": "joint"}]}
@@ -358,7 +360,7 @@ JSON_VALUES = st.recursive(
 CONFIG_KEYS = st.sampled_from(["name", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation",
                                "baseline", "contrasts", "checkpoint_steps", "path", "limit", "split", "epochs", "heads"])
 CONFIG_LIKE = st.dictionaries(CONFIG_KEYS, JSON_VALUES | st.just(MINIMAL["runs"]) | st.just({"path": "x"}), max_size=6)
-GARBAGE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GARBAGE = settings(max_examples=property_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _one_line(error):

@@ -16,6 +16,8 @@ from bio_mrc.inference.answers import decode_answers
 from bio_mrc.inference.forward import window_outputs as outputs_of
 from bio_mrc.types import Example
 
+from .conftest import property_examples
+
 # Words, odd spaces, CJK, a literal [SEP], runs longer than a window: many windows for each question.
 CONTEXTS = [
     " ".join(["Rollo ruled Normandy in 911.", "Their language was Norman French, a dialect of Old French.",
@@ -46,7 +48,7 @@ def answers(outputs, examples, decoding, config, multi_span):
     return [dataclasses.asdict(p) for p in decode_answers(outputs, examples, decoding, config, multi_span=multi_span)]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), block=st.integers(1, 7), level=st.sampled_from(["word", "subword"]),
        scale=st.sampled_from([0.5, 3.0, 20.0]), n_best=st.integers(1, 25), max_length=st.integers(1, 40),
        prior=st.sampled_from([0.0, 0.5, -1.0]), multi_span=st.booleans())

@@ -15,6 +15,8 @@ from bio_mrc import BIOHead, SpanHead, registry
 from bio_mrc.heads import Head
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
+from .conftest import property_examples
+
 LN2 = math.log(2)
 
 
@@ -242,7 +244,7 @@ def test_marginal_likelihood_counts_each_distinct_sequence_once_by_hand():
     assert BIOHead(4, reduction="sum").loss(logits, masked, torch.tensor([[1, 0]])).item() == pytest.approx(LN2, rel=1e-6)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_examples(60), deadline=None)
 @given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
 def test_marginal_likelihood_is_the_negative_log_of_a_probability(batch, seq, annotators, seed):
     # Annotators who each tag every token (or none: a missing annotator), however many repeat one another, give

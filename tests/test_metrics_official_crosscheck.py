@@ -21,12 +21,14 @@ from bio_mrc.metrics.multispan_official import multispan_metrics
 from bio_mrc.metrics.paired_scores import paired_scores
 from bio_mrc.metrics.squad_official import per_question_scores, squad_v1_metrics, squad_v2_metrics
 
+from .conftest import property_examples
+
 PIECES = ["", " ", "\t", "\u00a0", "\u2003", "\u3000", "\u200b", "the", "The", "A", "an", ".", ",", "'", "-", "\u2019",
           "\u201c", "\u2014", "\uff0c", "Paris", "paris", "PARIS", "France", "New", "York", "1,000", "1000", "caf\u00e9",
           "cafe\u0301", "\u0130", "stra\u00dfe", "STRASSE", "a.b", "_", "x" * 210]
 TEXT = st.lists(st.sampled_from(PIECES), max_size=4).map(" ".join) | st.lists(st.sampled_from(PIECES), max_size=3).map("".join)
 PROBABILITY = st.sampled_from([0.0, 0.5, 1.0, -1.0, 2.0, math.inf, math.nan, 0.25]) | st.floats(0, 1)
-SETTINGS = settings(max_examples=150, deadline=None)
+SETTINGS = settings(max_examples=property_examples(150), deadline=None)
 
 
 def normalize(s):

@@ -49,11 +49,11 @@ from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.tags import TAG_O
 from bio_mrc.types import Example
 
-from .conftest import TOKENIZER_FAMILIES, family_params
+from .conftest import family_params, property_examples, TOKENIZER_FAMILIES
 
 # Fixed seed and no example database: CI runs exactly the same examples every time.
 PROPERTY = settings(
-    max_examples=50, deadline=None, derandomize=True, database=None, print_blob=True,
+    max_examples=property_examples(50), deadline=None, derandomize=True, database=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],  # no "explain": minutes per failure here
 )

@@ -18,12 +18,14 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import BioMrcError, DataFormatError
 from bio_mrc.types import Example
 
+from .conftest import property_examples
+
 pandas = pytest.importorskip("pandas")
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
 
 # Fixed seed and no example database: every run tries the same examples.
 PROPERTY = settings(
-    max_examples=25, deadline=None, derandomize=True, database=None, print_blob=True,
+    max_examples=property_examples(25), deadline=None, derandomize=True, database=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                            HealthCheck.function_scoped_fixture],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
@@ -146,7 +148,7 @@ def written(form, folder, rows):
     return {**JSON_FORMS, **TABLE_FORMS, "mrqa": as_mrqa}[form](folder, copy.deepcopy(rows))
 
 
-@settings(PROPERTY, max_examples=60)
+@settings(PROPERTY, max_examples=property_examples(60))
 @given(rows=QUESTIONS)
 def test_valid_questions_read_back_alike_in_every_json_form(tmp_path_factory, rows):
     for form in (*JSON_FORMS, "dataframe", "mrqa"):
@@ -234,7 +236,7 @@ def one_bad_question(draw, mutations):
 UNTITLED = {"title": "", "context": "Paris is nice.", "question": "Where?", "answers": {"text": ["Paris"], "answer_start": [0]}}
 
 
-@settings(PROPERTY, max_examples=100)
+@settings(PROPERTY, max_examples=property_examples(100))
 @given(case=one_bad_question(ANY_FORM + JSON_ONLY))
 @example(case=[{**UNTITLED, "id": "q0-a"}, {**UNTITLED, "id": 7}])
 @example(case=[{**UNTITLED, "id": "   "}])

@@ -31,7 +31,7 @@ from bio_mrc.inference.tuning import (
 )
 from bio_mrc.types import AnswerSpan, Example, Prediction
 
-from .conftest import SAMPLE_V1
+from .conftest import property_examples, SAMPLE_V1
 
 WORDS = ("alpha", "beta", "gamma", "delta", "the", ",", "epsilon")
 MULTISPAN = registry.task_for("multispanqa", False)
@@ -76,7 +76,7 @@ def straightforward_prior(outputs, examples, config, task, grid=LENGTH_PRIOR_GRI
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=property_examples(25), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), kept=st.integers(1, 4), n_best=st.integers(1, 6))
 def test_a_decoding_keeping_fewer_spans_keeps_the_first_of_every_n_best(seed, kept, n_best):
     outputs, examples = random_questions(seed)
