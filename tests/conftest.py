@@ -122,9 +122,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Move what collection made (every module of torch, transformers and the package, every test item) out of the
     garbage collector's sight: it lives until the end anyway. The Trainer runs a full collection after every training
     (accelerate's ``release_memory``), which otherwise walks that whole heap each time. Hypothesis is imported first:
-    its plugins register their random generators, and it checks each one's referrers, which frozen objects hide."""
+    its plugins register their random generators, and it checks each one's referrers, which frozen objects hide. The
+    package's sources are parsed first where a collected module reads them as trees (tests/read_once.py): a dozen test
+    modules do, and their half a million nodes, kept to the end, would otherwise be walked by every full collection."""
     import hypothesis  # noqa: F401
 
+    if (read_once := sys.modules.get(f"{__package__}.read_once")) is not None:
+        read_once.parse_package()
     gc.freeze()
     _trainings_without_full_collections()
     # The tests make millions of short-lived objects (parsed reports, Arrow tables, tokenizer output) and few cycles, so

@@ -21,6 +21,7 @@ from bio_mrc.training.run_start import SharedHeldOutWarning, warn_shared_held_ou
 from bio_mrc.types import Example
 
 from .conftest import untrained_model_folder
+from .read_once import walked, walked_source
 
 FILTERS = {"ignore": ("ignore", Warning), "error": ("error", Warning), "error::InputWarning": ("error", InputWarning)}
 
@@ -134,7 +135,7 @@ def _package_warning_classes() -> list[tuple[str, str]]:
         if "Warning" not in source and "Note" not in source:
             continue  # names no such base: left unparsed, as every worker builds this list when it collects
         module = ".".join(("bio_mrc", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
-        found += [(module, node.name) for node in ast.walk(ast.parse(source))
+        found += [(module, node.name) for node in walked_source(source)
                   if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith(("Warning", "Note")) for base in node.bases)]
     return found
 
@@ -148,7 +149,7 @@ def _warned_classes() -> list[tuple[str, str]]:
     root = Path(bio_mrc.__file__).parent
     found = []
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in walked(path):
             if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "warnings.warn"):
                 continue
             category = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "category"), None)

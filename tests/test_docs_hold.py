@@ -19,6 +19,8 @@ from bio_mrc.cli import main
 from bio_mrc.training import trainer
 from bio_mrc.training.train import TrainConfig
 
+from .read_once import walked
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 RELIABILITY = DOCS / "reliability.md"
 TRAINING = DOCS / "training.md"
@@ -267,7 +269,7 @@ def _called_names() -> set[str]:
     """Every name the package's code reads (a call, an import, an attribute), its definitions and docstrings aside."""
     names: set[str] = set()
     for path in (Path(__file__).resolve().parents[1] / "bio_mrc").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in walked(path):
             if isinstance(node, ast.Name):
                 names.add(node.id)
             elif isinstance(node, ast.Attribute):

@@ -12,6 +12,7 @@ from bio_mrc import io
 from bio_mrc.io import atomic_move_files, atomic_write_json, atomic_write_text
 
 from .conftest import ascii_locale_run
+from .read_once import walked
 
 
 def test_write_text_creates_and_replaces(tmp_path):
@@ -318,7 +319,7 @@ def _text_opens_without_an_encoding(root):
 
     found = []
     for file in sorted(Path(root).rglob("*.py")):
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        for node in walked(file):
             if not isinstance(node, ast.Call) or any(keyword.arg == "encoding" for keyword in node.keywords):
                 continue
             func = node.func

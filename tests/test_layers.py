@@ -15,6 +15,8 @@ import pytest
 
 import bio_mrc
 
+from .read_once import parsed, walked_source
+
 PACKAGE = Path(bio_mrc.__file__).parent
 
 # Which layers each layer may import (its own included). "core" is the data model and plumbing.
@@ -69,7 +71,7 @@ def imported_modules(source: str, module: str, is_package: bool = False) -> list
     """(line, absolute module) of every ``bio_mrc`` import in a module's source, lazy imports inside functions included."""
     package = module if is_package else module.rsplit(".", 1)[0]
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked_source(source):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -228,7 +230,7 @@ def test_every_public_name_of_a_packages_modules_is_importable_from_the_package(
     assert len(paths) > 1
     for path in paths:
         module = importlib.import_module(f"{package_name}.{path.stem}")
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         defined = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
         defined += [name.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
                     for name in ast.walk(target) if isinstance(name, ast.Name)]

@@ -16,6 +16,8 @@ import bio_mrc
 import bio_mrc.inference
 from bio_mrc.cli import main
 
+from .read_once import parsed
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -116,7 +118,7 @@ def test_every_third_party_import_of_the_package_is_declared():
     providers = packages_distributions()
     imported: dict[str, set[str]] = {}
     for path in sorted((ROOT / "bio_mrc").rglob("*.py")):
-        for module in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for module in _runtime_imports(parsed(path)):
             top = module.split(".")[0]
             if top not in sys.stdlib_module_names and top not in ("__future__", "bio_mrc"):
                 imported.setdefault(top, set()).add(path.relative_to(ROOT).as_posix())
@@ -141,7 +143,7 @@ def _stub_names(package) -> dict[str, object]:
     """``{name: object}`` of what a package's ``__init__.pyi`` imports, each looked up where the stub says."""
     stub = Path(package.__file__).with_suffix(".pyi")
     found = {}
-    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+    for node in parsed(stub).body:
         if isinstance(node, ast.ImportFrom):
             module = importlib.import_module(f"{package.__name__}.{node.module}" if node.level else node.module)
             found |= {alias.asname or alias.name: getattr(module, alias.name) for alias in node.names}
@@ -168,7 +170,7 @@ def test_the_type_stubs_name_what_all_exports_and_nothing_else(package):
     # `from package import *` reads __all__, a type checker the stub: the two name the same things; a stub import
     # re-exports only as `name as name`, and a stub annotation (`__version__: str`) names a value the package has;
     # nothing else (a `def` written out there could drift from the signature it copies)
-    body = ast.parse(Path(package.__file__).with_suffix(".pyi").read_text(encoding="utf-8")).body
+    body = parsed(Path(package.__file__).with_suffix(".pyi")).body
     assert all(isinstance(node, (ast.ImportFrom, ast.AnnAssign)) for node in body[1:]) and isinstance(body[0], ast.Expr)
     aliases = [alias for node in body if isinstance(node, ast.ImportFrom) for alias in node.names]
     annotated = [node.target.id for node in body if isinstance(node, ast.AnnAssign)]

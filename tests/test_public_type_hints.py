@@ -18,12 +18,14 @@ from bio_mrc.inference.onnx import export_onnx
 from bio_mrc.inference.pipeline import BioMrcQuestionAnsweringPipeline
 from bio_mrc.model import BioMrcForQuestionAnswering
 
+from .read_once import parsed
+
 HEADS = [Head, BIOHead, SpanHead]
 
 
 def _checked_call(head: type) -> ast.FunctionDef:
     """The ``__call__`` a head's class body declares for type checkers alone (under ``if TYPE_CHECKING:``)."""
-    (node,) = [n for n in ast.parse(Path(inspect.getfile(head)).read_text(encoding="utf-8")).body
+    (node,) = [n for n in parsed(Path(inspect.getfile(head))).body
                if isinstance(n, ast.ClassDef) and n.name == head.__name__]
     blocks = [n for n in node.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
     (call,) = [n for block in blocks for n in block.body if isinstance(n, ast.FunctionDef) and n.name == "__call__"]

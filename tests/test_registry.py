@@ -27,6 +27,8 @@ from bio_mrc.inference.forward import predict_windows
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.types import Example
 
+from .read_once import parsed_source, walked
+
 PACKAGE = Path(bio_mrc.__file__).parent
 NAMES = "span|bio|joint|multispan|multispanqa|squad"
 # A comparison of a name: `x == "bio"`, `"bio" in heads`, `x in ("bio", ...)`, a task's version or metric compared.
@@ -176,8 +178,10 @@ def _conditions(nodes: list[ast.AST]) -> list[ast.AST]:
 
 def flag_variable_branches(source: str, where: str = "") -> list[str]:
     """Each line of ``source`` whose condition tests a name assigned from an entry's flag in the same function."""
+    if not any(name in source for name in FLAG_NAMES):
+        return []  # a source that spells no flag reads none: its scopes are not walked
     found = set()
-    for nodes in _scopes(ast.parse(source)):
+    for nodes in _scopes(parsed_source(source)):
         flagged = _flag_names(nodes)
         for test in _conditions(nodes) if flagged else ():
             found |= {(n.lineno, n.id) for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in flagged}
@@ -214,11 +218,11 @@ def test_no_code_branches_on_a_flag_through_a_variable():
 
 def code_strings(path: Path) -> list[tuple[int, str]]:
     """The string constants of a module's code (its docstrings left out), with their lines."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+    nodes = walked(path)
+    docstrings = {id(node.body[0].value) for node in nodes
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
                   and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [(node.lineno, node.value) for node in ast.walk(tree)
+    return [(node.lineno, node.value) for node in nodes
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 
 

@@ -19,13 +19,15 @@ import pytest
 import bio_mrc
 import bio_mrc.inference
 
+from .read_once import parsed
+
 PACKAGES = [bio_mrc, bio_mrc.inference]
 EMPTY = inspect.Parameter.empty
 
 
 def _stub_imports(package) -> list[tuple[str, str]]:
     """``(module, name)`` for each name a package's ``__init__.pyi`` re-exports."""
-    body = ast.parse(Path(package.__file__).with_suffix(".pyi").read_text(encoding="utf-8")).body
+    body = parsed(Path(package.__file__).with_suffix(".pyi")).body
     return [(f"{package.__name__}.{node.module}" if node.level else node.module, alias.name)
             for node in body if isinstance(node, ast.ImportFrom) for alias in node.names]
 
@@ -39,7 +41,7 @@ def _definitions(module_name: str) -> dict[str, list[ast.stmt]]:
     source = Path(importlib.import_module(module_name).__file__)
     path = source.with_suffix(".pyi") if source.with_suffix(".pyi").exists() else source
     found: dict[str, list[ast.stmt]] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.setdefault(node.name, []).append(node)
     return found
@@ -124,7 +126,7 @@ def test_each_stub_name_is_exported_and_each_export_is_in_the_stub(package):
     stubbed = {name for _, name in _stub_imports(package)}
     assert sorted(stubbed) == sorted(set(package.__all__) - {"__version__"})
     assert all(hasattr(package, name) for name in stubbed)
-    body = ast.parse(Path(package.__file__).with_suffix(".pyi").read_text(encoding="utf-8")).body
+    body = parsed(Path(package.__file__).with_suffix(".pyi")).body
     for node in body:  # `__version__: str`: a value of that type
         if isinstance(node, ast.AnnAssign):
             assert isinstance(getattr(package, node.target.id), getattr(builtins, ast.unparse(node.annotation))), node.target.id
