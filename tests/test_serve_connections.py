@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import select
 import socket
 import threading
@@ -148,6 +149,152 @@ def test_connections_past_the_limit_are_refused_at_once_and_room_comes_back(extr
         while httpx.get(url + "/health", timeout=10).status_code != 200:  # the closed ones leave as the server sees them go
             assert time.monotonic() < deadline
             time.sleep(0.05)
+
+
+def open_descriptors() -> int:
+    """The files this process holds open: the server, in a thread of it, and its clients alike."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def held_open(url: str) -> socket.socket:
+    """A connection the server has accepted and answered once, kept open."""
+    sock = socket.create_connection(address(url), timeout=10)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert read_response(sock).startswith(b"HTTP/1.1 200 ")
+    return sock
+
+
+def test_a_client_past_the_limit_that_sent_its_whole_request_reads_the_503(extractor, monkeypatch):  # noqa: F811
+    """A client past --max-connections that sends its whole request (a body of 256 KiB with it) before it reads: the
+    server closed the connection at once with the request unread, its kernel reset the connection, and the reset
+    discarded the 503 before the client read it (``Connection reset by peer``). The client now reads the 503, then
+    the end of the connection."""
+    monkeypatch.setattr(connections, "LINGER_S", 60.0)  # the client's close ends it, however loaded the machine
+    body = b'{"questions": "' + b"x" * 262_144 + b'"}'
+    with serving(extractor, max_connections=1, head_timeout_s=60, keep_alive_s=60) as url, held_open(url):
+        with socket.create_connection(address(url), timeout=10) as refused:
+            refused.sendall(POST_HEAD + b"content-length: %d\r\n\r\n" % len(body) + body)
+            data, _ = read_until_closed(refused)
+    status, answer = refusal(data)
+    assert status == 503 and b"\r\nretry-after: 1\r\n" in data
+    assert answer["detail"] == "the server holds as many connections as it takes at once: try again shortly"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files by /proc")
+def test_a_refused_client_that_never_ends_its_side_is_closed_after_the_linger_time(extractor, monkeypatch):  # noqa: F811
+    """The refused connection lingers: what its client sends after the 503 is read and dropped, and a client that
+    never closes has the connection closed once LINGER_S pass, its descriptor given back."""
+    monkeypatch.setattr(connections, "LINGER_S", 0.2)
+    config = ServeConfig(max_connections=1, head_timeout_s=60, keep_alive_s=60)
+    settings, drained = server.connection_settings(config), threading.Event()
+
+    class Draining(settings["http"]):
+        """The server's protocol, saying when it is handed what its client sent after the refusal, the linger's end
+        held back until then (events, not longer times)."""
+
+        def data_received(self, data: bytes) -> None:
+            if self.lingering:
+                drained.set()
+            super().data_received(data)
+
+        def linger_ended(self) -> None:
+            if drained.is_set():
+                super().linger_ended()
+            else:
+                self.linger_timer = self.loop.call_later(0.01, self.linger_ended)
+
+    with running(create_app(extractor, config), **{**settings, "http": Draining}) as url, held_open(url):
+        before = open_descriptors()
+        with socket.create_connection(address(url), timeout=10) as refused:
+            refused.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            data, _ = read_until_closed(refused)  # the 503, then the end of the server's side
+            refused.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert drained.wait(10), "the server took nothing its client sent after the refusal"
+            wait_for(lambda: open_descriptors() == before + 1, "the refused connection was not closed")  # the client's own
+    assert refusal(data)[0] == 503
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files by /proc")
+def test_refused_connections_past_those_that_may_linger_close_at_once_and_others_are_answered(extractor, monkeypatch):  # noqa: F811
+    """Two refused connections may linger (here), each for a minute: a third is closed at once. Those lingering hold
+    no place among --max-connections: once the held connection closes, a request is answered beside them, and once
+    their clients close, the server holds no descriptor more than before."""
+    monkeypatch.setattr(connections, "MAX_LINGERING_REFUSALS", 2)
+    monkeypatch.setattr(connections, "LINGER_S", 60.0)
+    with serving(extractor, max_connections=1, head_timeout_s=60, keep_alive_s=60) as url:
+        before = open_descriptors()
+        held = held_open(url)
+        refused = [socket.create_connection(address(url), timeout=10) for _ in range(3)]
+        for sock in refused:
+            assert refusal(read_until_closed(sock)[0])[0] == 503
+        wait_for(lambda: open_descriptors() == before + 2 + 3 + 2, "not two refused connections lingering, the third closed")
+        held.close()
+        wait_for(lambda: httpx.get(url + "/health", timeout=10).status_code == 200, "the lingering refusals held places")
+        for sock in refused:
+            sock.close()
+        wait_for(lambda: open_descriptors() == before, "the server holds descriptors of closed connections")
+
+
+def test_a_refused_client_that_keeps_sending_is_closed_past_the_bytes_a_linger_drops(extractor, monkeypatch):  # noqa: F811
+    """A refused client that sends a body of 1 MiB after its 503, never closing: its connection is closed once more
+    than LINGER_BYTES (here 64 KiB) have been dropped, long before LINGER_S (here a minute) pass."""
+    monkeypatch.setattr(connections, "LINGER_BYTES", 65_536)
+    monkeypatch.setattr(connections, "LINGER_S", 60.0)
+    config = ServeConfig(max_connections=1, head_timeout_s=60, keep_alive_s=60)
+    settings, dropped = server.connection_settings(config), []
+
+    class Dropping(settings["http"]):
+        """The server's protocol, saying how many bytes a lingering connection dropped before it closed."""
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.lingering:
+                dropped.append(self.drained)
+            super().connection_lost(exc)
+
+    with running(create_app(extractor, config), **{**settings, "http": Dropping}) as url, held_open(url):
+        with socket.create_connection(address(url), timeout=10) as refused:
+            refused.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            data, _ = read_until_closed(refused)  # the 503, then the end of the server's side
+            with contextlib.suppress(OSError):  # the reset once the server closes with bytes still coming
+                refused.sendall(b"x" * 1_048_576)
+            wait_for(lambda: bool(dropped), "the refused connection was not closed")
+    assert refusal(data)[0] == 503 and 65_536 < dropped[0] < 1_048_576
+
+
+def test_a_refused_client_gone_before_its_refusal_is_closed_and_logs_no_error(extractor, caplog):  # noqa: F811
+    """A client past --max-connections that sends its request and closes before the server takes its connection: the
+    refusal written, the client's reset came before the end of the server's side, which failed, and the log held a
+    traceback (``Transport endpoint is not connected``). The connection now closes at once."""
+    config = ServeConfig(max_connections=1, head_timeout_s=60, keep_alive_s=60)
+    settings, gone, closed = server.connection_settings(config), threading.Event(), threading.Event()
+
+    class TakenLate(settings["http"]):
+        """The server's protocol, taking a connection past the held one only once its client has gone (the loop held
+        for it: events, not longer times), and saying when it closed."""
+
+        def connection_made(self, transport) -> None:
+            if self.connections:
+                assert gone.wait(10)
+            super().connection_made(transport)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.connections - {self}:
+                closed.set()
+            super().connection_lost(exc)
+
+    with running(create_app(extractor, config), **{**settings, "http": TakenLate}) as url, held_open(url):
+        with socket.create_connection(address(url), timeout=10) as refused:
+            refused.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        gone.set()
+        assert closed.wait(10), "the refused connection was not closed"
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_time(extractor):  # noqa: F811

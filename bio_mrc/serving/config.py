@@ -60,7 +60,8 @@ class ServeConfig:
         "help": "how long a connection may stay idle after a response before the server closes it",
         "exclusive_minimum": 0, "maximum": 3_600})
     max_connections: int = field(default=1_000, metadata={
-        "help": "most connections open at once, idle ones included; one more is answered 503 and closed at once (the "
+        "help": "most connections open at once, idle ones included; one more is answered 503 and closed, lingering "
+                "briefly so that its client reads the answer, not a reset (a few at once; past them, closed at once) (the "
                 "server raises its open-file limit to hold them, up to the hard limit, else lowers this bound to fit)", "minimum": 1, "maximum": 1_000_000})
     max_head_bytes: int = field(default=16_384, metadata={
         "help": "most bytes of a request line and headers, still coming or sent whole (more: 431, and the connection "

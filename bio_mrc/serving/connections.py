@@ -1,10 +1,11 @@
-"""Bounds on connections before a request reaches the application, as uvicorn's h11 protocol with five additions:
+"""Bounds on connections before a request reaches the application, as uvicorn's h11 protocol with six additions:
 
 * a connection must send a request's line and headers within ``head_timeout_s``, counted from its opening or from
   the first byte of its next request; past it the server answers 408 and closes it. uvicorn counts only the idle time
   between requests (``timeout_keep_alive``), so a client that opens a connection and sends nothing, or a header line
   every few seconds, never finishing, held its socket for ever, unseen by the application;
 * at most ``max_connections`` connections are open at once, idle ones included; one more is answered 503 and closed
+  lingering (below), at most :data:`MAX_LINGERING_REFUSALS` such at once and none counted among those open; past them,
   at once. Unbounded, such connections took file descriptors until ``accept`` failed, and then nobody was served;
 * a client that reads none of its responses for ``read_timeout_s`` once the buffers to it are full has its connection
   closed: uvicorn waits for it for ever, its request holding a place among those open at once;
@@ -13,10 +14,11 @@
 * a client that half-closes its connection once its request is sent (``shutdown(SHUT_WR)``, as netcat and some
   proxies do) gets its answer, then the connection closes: uvicorn closed it as soon as it read the client's end, and
   the request was answered to nobody;
-* a connection refused with a 408 or a 4xx for what it sent is closed as HTTP servers close one (a lingering close):
-  the refusal, the end of the server's side, then what the client still sends is read and dropped until it ends its
-  side or ``LINGER_S`` pass. Closed at once with the client's bytes still arriving, the kernel resets the connection,
-  and the reset can discard the refusal before the client reads it.
+* a connection refused with a 408, a 4xx for what it sent or a 503 past ``max_connections`` is closed as HTTP servers
+  close one (a lingering close): the refusal, the end of the server's side, then what the client still sends is read
+  and dropped until it ends its side, :data:`LINGER_BYTES` come or :data:`LINGER_S` pass. Closed at once with the
+  client's bytes still arriving, the kernel resets the connection, and the reset can discard the refusal before the
+  client reads it.
 
 All build on uvicorn's ``H11Protocol`` beyond its settings, so they are used only on the uvicorn and h11 versions
 checked here (:func:`unsupported`); on any other the server runs uvicorn's own protocol and says so in its log.
@@ -34,13 +36,15 @@ from ..errors import ConfigError, InputWarning, argument
 from .operator_log import tell_operator
 
 LINGER_S = 2.0  # how long a refused connection drains what its client still sends before it closes
+LINGER_BYTES = 1 << 20  # past a refused request's usual body, draining a client that keeps sending costs the loop more
 
 # The versions whose H11Protocol this subclasses as it is: [from, before).
 UVICORN_VERSIONS = ((0, 29), (1, 0))
 H11_VERSIONS = ((0, 14), (1, 0))
 MAX_REASON_CHARS = 200  # h11's reason may quote the client's bytes: cut
 _BYTEARRAY = re.compile(r"bytearray\((b'.*?'|b\".*?\")\)")  # h11 quotes bytes as bytearray(b'...'): b'...' reads better
-OPEN_FILES_SPARE = 128  # descriptors beside the connections: the model's files, the helper's pipes, the log
+OPEN_FILES_SPARE = 128  # descriptors beside the connections: the model's files, the helper's pipes, the log, ...
+MAX_LINGERING_REFUSALS = 32  # ... and the refused connections lingering at once, a fourth of the spare
 
 
 class ConnectionBoundsOffWarning(InputWarning):
@@ -89,9 +93,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
 
     ExplainedConnection = explained_connection()
 
-    class BoundedH11Protocol(LingeringClose, HeadTimeout, ReadTimeout, HalfClose, H11Protocol):
-        max_connections: int
-
+    class BoundedH11Protocol(ConnectionBound, LingeringClose, HeadTimeout, ReadTimeout, HalfClose, H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.max_head_bytes = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
@@ -99,11 +101,8 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            limit = self.max_connections
-            if len(self.connections) > limit:  # this one included
-                tell_operator("connections", f"{limit} connections are open (--max-connections): more are refused")
-                close_with(transport, 503, "the server holds as many connections as it takes at once: try again "
-                                           "shortly", b"retry-after: 1\r\n")
+            if self.past_bound():
+                self.refuse_past_bound()
                 return
             self.start_head_timer()
 
@@ -126,7 +125,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
             self.logger.warning("Unsupported upgrade request.")
 
     BoundedH11Protocol.head_timeout_s, BoundedH11Protocol.max_connections = head_timeout_s, max_connections
-    BoundedH11Protocol.read_timeout_s = read_timeout_s
+    BoundedH11Protocol.read_timeout_s, BoundedH11Protocol.refused_lingering = read_timeout_s, set()
     return BoundedH11Protocol
 
 
@@ -157,26 +156,76 @@ class HeadTimeout:
                              "send them at once")
 
 
+class ConnectionBound:
+    """The part of :func:`bounded_protocol`'s protocol that holds at most ``max_connections`` connections open at once:
+    one more is answered 503 and closed lingering while fewer than :data:`MAX_LINGERING_REFUSALS` refused ones linger
+    (their descriptors within :data:`OPEN_FILES_SPARE`, none counted among those open), else closed at once."""
+
+    max_connections: int
+    refused_lingering: set  # the protocol's class's own (:func:`bounded_protocol` makes one a server)
+
+    def past_bound(self) -> bool:
+        """Whether more than ``max_connections`` are open, this one included and refused ones lingering not."""
+        return len(self.connections) - len(self.refused_lingering) > self.max_connections
+
+    def refuse_past_bound(self) -> None:
+        tell_operator("connections", f"{self.max_connections} connections are open (--max-connections): more are refused")
+        write_refusal(self.transport, 503, "the server holds as many connections as it takes at once: try again shortly", b"retry-after: 1\r\n")
+        if len(self.refused_lingering) < MAX_LINGERING_REFUSALS and self.close_lingering():
+            self.refused_lingering.add(self)
+        else:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.refused_lingering.discard(self)
+        super().connection_lost(exc)
+
+
 class LingeringClose:
     """The part of :func:`bounded_protocol`'s protocol that refuses a connection and closes it lingering: the refusal,
     then the end of the server's side (its client reads the answer, then the end), then what the client still sends
-    dropped until it ends its own side or :data:`LINGER_S` pass."""
+    dropped until it ends its own side, :data:`LINGER_BYTES` come or :data:`LINGER_S` pass; none blocks the loop."""
 
     lingering = False
+    drained = 0
+    linger_timer: Any = None
 
     def refuse(self, status: int, detail: str, location: str = "connection") -> None:
         self.stop_head_timer()
         write_refusal(self.transport, status, detail, location=location)
-        if not self.transport.can_write_eof():
+        if not self.close_lingering():
             self.transport.close()
-            return
+
+    def close_lingering(self) -> bool:
+        """End the server's side after what is written and close once the linger ends; False, doing nothing, where
+        the transport cannot end its side alone or the client has gone: the caller closes it."""
+        if not self.transport.can_write_eof():
+            return False
+        try:
+            self.transport.write_eof()
+        except OSError:  # the client has gone already (its reset came after the refusal was written): none to drain
+            return False
         self.lingering = True
-        self.transport.write_eof()
-        self.loop.call_later(LINGER_S, self.transport.close)
+        self.linger_timer = self.loop.call_later(LINGER_S, self.linger_ended)
+        return True
+
+    def linger_ended(self) -> None:
+        self.linger_timer = None
+        self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         if not self.lingering:
             super().data_received(data)
+            return
+        self.drained += len(data)
+        if self.drained > LINGER_BYTES:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
+            self.linger_timer = None
+        super().connection_lost(exc)
 
     def eof_received(self) -> bool | None:
         """The client has ended its side: a lingering connection closes now (asyncio closes it on a false return)."""
@@ -298,17 +347,11 @@ def write_refusal(transport: Any, status: int, detail: str, headers: bytes = b""
                     % (status, reason, len(body)) + headers + b"\r\n" + body)
 
 
-def close_with(transport: Any, status: int, detail: str, headers: bytes = b"", location: str = "connection") -> None:
-    """Answer ``status`` and close at once: a connection past ``max_connections``, which must not hold its socket
-    longer (a lingering close would keep the descriptors the bound protects)."""
-    write_refusal(transport, status, detail, headers, location)
-    transport.close()
-
-
 def make_room_for(max_connections: int, backlog: int) -> int:
     """Raise this process's open-file limit to hold ``max_connections`` connections, the ``backlog`` more that asyncio
-    may accept at once before any is refused, and the server's own files, up to the hard limit; returns the connections
-    it holds. Where the hard limit holds fewer, the bound is lowered to fit, with a warning; where it holds none, refused.
+    may accept at once before any is refused, and the server's own files (the refused connections lingering among
+    them), up to the hard limit; returns the connections it holds. Where the hard limit holds fewer, the bound is
+    lowered to fit, with a warning; where it holds none, refused.
     Past the limit ``accept`` fails, every client is refused, and each try logs a traceback."""
     try:
         import resource
