@@ -178,6 +178,15 @@ class CommandLineParser(argparse.ArgumentParser):
                     for token in before)
         return None if asked else command
 
+    def command_named(self, argv: Sequence[str]) -> str | None:
+        """The command ``argv`` names, where a top-level option before it is answered first too (``--help train``:
+        the options after it are read as that command's before the help is given); None where it names none."""
+        return self._command(argv)[0]
+
+    def every_command(self) -> CommandLineParser:
+        """This parser where it has every command's options, else the parser that has them."""
+        return self if self._every_command is None else self._every_command()
+
     def command_parsers(self) -> Mapping[str, argparse.ArgumentParser]:
         """Each command's subparser, by name (none without commands)."""
         for action in self._actions:
@@ -213,8 +222,7 @@ class CommandLineParser(argparse.ArgumentParser):
             return f"{where}: unexpected argument {token!r} ({where} --help lists what it takes)"
         options = [o for o in (subparser or self)._option_string_actions if o.startswith("--")]
         package_name = _package_name(name, command)
-        whole = self if self._every_command is None else self._every_command()
-        elsewhere = [c for c, p in whole.command_parsers().items() if package_name in p._option_string_actions]
+        elsewhere = [c for c, p in self.every_command().command_parsers().items() if package_name in p._option_string_actions]
         if package_name != name and elsewhere:
             return f"{where} has no option {name}: {package_name} is an option of {', '.join(elsewhere)} only ({where} --help lists its own)"
         if meaning := AMBIGUOUS_NAMES.get((command, package_name)):

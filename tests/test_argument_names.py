@@ -568,3 +568,19 @@ def test_a_value_in_capitals_is_a_value_unless_it_is_a_placeholder_name():
     assert as_keywords(argument("output_dir", "/DATA/TUNED")) == "output_dir='/DATA/TUNED'"
     assert as_keywords(argument("na_probs", "NA.JSON")) == "na_probs='NA.JSON'"
     assert as_flags(argument("output_dir", "/DATA/TUNED"), {"output_dir": "--output-dir"}) == "--output-dir /DATA/TUNED"
+
+
+def test_a_run_names_another_commands_flag_as_the_parser_of_every_command_does(monkeypatch, tmp_path, capsys):
+    """A run's parser has its own command's options alone; a line it prints names another command's flag all the same
+    (evaluate's advice to predict without --multi-span)."""
+    from bio_mrc import cli
+    from bio_mrc.cli.options import FLAGS, argument_flags
+
+    predictions = tmp_path / "preds.json"
+    predictions.write_text(json.dumps({ex.id: [ex.answer_texts()[0][0]] for ex in load_squad(SAMPLE_V1).examples}))
+    said = cli_refusal(capsys, "evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions))
+    assert said.endswith("for SQuAD's metrics predict without --multi-span (in " + str(predictions) + ", record 'n1')")
+    flags = {}
+    monkeypatch.setattr(cli.parser, "cmd_evaluate", lambda args: flags.update(getattr(args, FLAGS)) or 0)
+    assert cli.main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions)]) == 0
+    assert flags == argument_flags(build_parser(), "evaluate") and flags["multi_span"] == "--multi-span"

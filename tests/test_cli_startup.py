@@ -41,6 +41,24 @@ def test_a_parser_given_one_commands_options_reads_that_command_as_the_whole_par
     assert all(list(one.command_parsers()[name]._option_string_actions) == ["-h", "--help"] for name in others)
 
 
+@pytest.mark.parametrize("argv", [
+    ["--help", "train", "--train", "x"],  # the command's options after a top-level --help: its help, not a refusal
+    ["--version", "predict", "--data", "q.json", "--decoding", "span"],
+    ["--he", "tune", "--precision", "bf16"],
+    ["-h", "serve", "--port=8000", "m"],
+    ["--help", "extract", "--h"],  # --help or --html of extract: refused as ambiguous, not read as its only --help
+    ["--help", "evaluate", "--data", "-q.json"],  # a value read as an option: refused before the help
+    ["--version", "compare", "--max_seq_length", "3"],
+])
+def test_a_top_level_option_before_the_command_is_answered_as_the_whole_parser_answers(argv, capsys):
+    with pytest.raises(SystemExit) as whole:
+        build_parser().parse_args(argv)
+    expected = (whole.value.code, capsys.readouterr())
+    with pytest.raises(SystemExit) as run:
+        main(argv)
+    assert (run.value.code, capsys.readouterr()) == expected
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_answers_help(command, capsys):
     with pytest.raises(SystemExit) as exit:

@@ -22,7 +22,7 @@ from .bar_variables import check_bar_variables
 from .console import (bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error, reader_gone,
                       streams_closed_by_the_shell)
 from .leftovers import no_empty_torch_cache_folder
-from .options import FLAGS, argument_flags, check_model_names, check_optional_files, decode_text_options, expand_home
+from .options import FLAGS, FlagsWhenRead, check_model_names, check_optional_files, decode_text_options, expand_home
 from .parser import add_command_options, build_parser
 from .torch_threads import threads_fitted, torch_imported
 
@@ -61,15 +61,16 @@ def _run(argv: Sequence[str] | None, torch_before: bool = False) -> int:
     parser = build_parser(commands=())  # the commands' options are added below, the one this run parses alone
     # A command (its --help too) offers the tables' names: installed plug-ins register theirs first. The top level's
     # --version and --help read no table, so a broken plug-in never stops them.
-    if (command := parser.command_of(argv)) is not None:
+    if parser.command_of(argv) is not None:
         try:
             load_plugins()
         except BioMrcError as err:
             print(f"error: {printable_line(str(err))}", file=sys.stderr)
             return 2
+    if (command := parser.command_named(argv)) is not None:  # after a top-level --help too: its options read as ever
         add_command_options(parser, command)
     args = parser.parse_args(argv)
-    setattr(args, FLAGS, argument_flags(parser, args.command))
+    setattr(args, FLAGS, FlagsWhenRead(parser.every_command, args.command))  # another command's flag too, as a line names it
     expand_home(args)
     decode_text_options(args)
     try:

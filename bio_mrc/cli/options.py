@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import registry
 from ..argument_parser import EveryUse
@@ -289,3 +289,25 @@ def argument_flags(parser: argparse.ArgumentParser, command: str | None) -> dict
     flags = {action.dest: max(action.option_strings, key=len) for name in ordered for action in commands[name]._actions
              if action.option_strings and action.dest != "help"}
     return {**flags, **{keyword: flags[dest] for keyword, dest in KEYWORD_OPTIONS.items() if dest in flags}}
+
+
+class FlagsWhenRead(Mapping[str, str]):
+    """:func:`argument_flags` of the parser ``whole`` returns, every command's options, read the first time a line
+    names an argument: a run's parser has its own command's options alone, and most runs name none."""
+
+    def __init__(self, whole: Callable[[], argparse.ArgumentParser], command: str | None) -> None:
+        self._whole, self._command, self._flags = whole, command, None
+
+    def _read(self) -> dict[str, str]:
+        if self._flags is None:
+            self._flags = argument_flags(self._whole(), self._command)
+        return self._flags
+
+    def __getitem__(self, keyword: str) -> str:
+        return self._read()[keyword]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
