@@ -131,6 +131,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         read_once.parse_package()
     gc.freeze()
     _trainings_without_full_collections()
+    _argparse_messages_looked_up_once()
     # The tests make millions of short-lived objects (parsed reports, Arrow tables, tokenizer output) and few cycles, so
     # full collections found little but cost up to 0.4 s each; a worker collects its young objects every 20,000
     # allocations (700 by default) and everything far more rarely.
@@ -146,6 +147,29 @@ def _trainings_without_full_collections() -> None:
 
     clear_device_cache = memory.clear_device_cache
     memory.clear_device_cache = lambda garbage_collection=False: clear_device_cache(False)
+
+
+LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # gettext's, in the order it reads them
+
+
+def _argparse_messages_looked_up_once() -> None:
+    """argparse looks up the translation of each of its messages each time it says one (gettext looks for a catalogue
+    in the locale folders under each name the locale variables give: a few ``stat`` calls a message), and every
+    in-process ``bio-mrc`` call builds its parser anew: about 30 messages, most of the parser's building time. The
+    same message, under the same locale variables and text domain, finds the same translation: each is looked up once."""
+    import argparse
+    import functools
+    import gettext
+
+    if getattr(argparse, "_", None) is not gettext.gettext:  # a Python whose argparse translates otherwise: as it is
+        return
+    translated = functools.lru_cache(maxsize=None)(lambda message, domain, folder, variables: gettext.gettext(message))
+
+    def message(text: str) -> str:
+        domain = gettext.textdomain()
+        return translated(text, domain, gettext.bindtextdomain(domain), tuple(map(os.environ.get, LOCALE_VARIABLES)))
+
+    argparse._ = message
 
 
 def _named(item: pytest.Item, named: list[tuple[str, str]]) -> bool:
