@@ -111,9 +111,11 @@ _ONE_PROBE = threading.Lock()
 
 
 def timed_rate(step: Callable[[], Any], tokens: int, clock: Callable[[], float] = time.perf_counter,
-               seconds: float = PROBE_SECONDS) -> float:
-    """Tokens/s of ``step``: one untimed warm-up call, then calls until ``seconds`` have passed (at least
-    :data:`MIN_REPEATS`); the fastest call counts (another process's burst slows some calls, never speeds one)."""
+               seconds: float | None = None) -> float:
+    """Tokens/s of ``step``: one untimed warm-up call, then calls until ``seconds`` (:data:`PROBE_SECONDS`, as the
+    module holds it when called) have passed (at least :data:`MIN_REPEATS`); the fastest call counts (another
+    process's burst slows some calls, never speeds one)."""
+    seconds = PROBE_SECONDS if seconds is None else seconds
     step()
     best, started, repeats = float("inf"), clock(), 0
     while repeats < MIN_REPEATS or (repeats < MAX_REPEATS and clock() - started < seconds):

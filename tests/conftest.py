@@ -132,6 +132,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
     _trainings_without_full_collections()
     _argparse_messages_looked_up_once()
+    _precision_probes_shortened()
     # The tests make millions of short-lived objects (parsed reports, Arrow tables, tokenizer output) and few cycles, so
     # full collections found little but cost up to 0.4 s each; a worker collects its young objects every 20,000
     # allocations (700 by default) and everything far more rarely.
@@ -147,6 +148,18 @@ def _trainings_without_full_collections() -> None:
 
     clear_device_cache = memory.clear_device_cache
     memory.clear_device_cache = lambda garbage_collection=False: clear_device_cache(False)
+
+
+TEST_PROBE_SECONDS = 0.01
+
+
+def _precision_probes_shortened() -> None:
+    """``precision: auto`` times each precision on the model's shapes for ``PROBE_SECONDS``; the tests' tiny random
+    models give a new shape, so a new measurement, in dozens of trainings and loads, and no test reads how fast a
+    precision ran (tests/test_precision_probe.py times with a clock of its own): each is timed for a fifth as long."""
+    from bio_mrc import precision_probe
+
+    precision_probe.PROBE_SECONDS = min(precision_probe.PROBE_SECONDS, TEST_PROBE_SECONDS)
 
 
 LOCALE_VARIABLES = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")  # gettext's, in the order it reads them

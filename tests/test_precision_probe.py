@@ -41,6 +41,19 @@ def test_the_fastest_call_counts_after_an_untimed_warm_up():
     assert timed_rate(step, tokens=50, clock=lambda: now[0], seconds=0.5) == pytest.approx(500.0)  # 50 tokens in 0.1 s
 
 
+def test_calls_are_timed_for_the_probe_seconds_the_module_holds_when_called(monkeypatch):
+    """Without ``seconds``, the probe reads :data:`PROBE_SECONDS` as the module holds it then, not as it was at import."""
+    now, calls = [0.0], []
+
+    def step():
+        calls.append(now[0])
+        now[0] += 0.1
+
+    monkeypatch.setattr(precision_probe, "PROBE_SECONDS", 0.35)
+    timed_rate(step, tokens=10, clock=lambda: now[0])
+    assert len(calls) == 1 + 4  # the warm-up, then calls until 0.35 s have passed: at 0.1, 0.2, 0.3 and 0.4 s
+
+
 @pytest.mark.parametrize("fp32, bf16, expected", [
     (100, 200, "bf16"), (100, 106, "bf16"),  # faster by more than 5%
     (100, 105, "fp32"), (100, 103, "fp32"),  # a tie within 5% keeps fp32
