@@ -4,15 +4,15 @@ before a command reads the tables (its ``--help`` too, not the top level's ``--v
 offers what they add; a lookup of a head or decoding not registered loads
 them first (docs/layout.md).
 
-Finding the entry points reads every installed package's metadata, so the points found are kept, and the packages read
-again only when what decides them may have changed (:func:`_installed_places`): a long-lived process that looks names
-up many times reads them once, and still finds a package installed meanwhile."""
+Finding the entry points reads and parses every installed package's entry-point file, so the points found are kept,
+and read again only when one of those files, or the packages found, may have changed (:func:`_entry_point_files`): a
+long-lived process that looks names up many times reads them once, and still finds a package installed meanwhile."""
 
 from __future__ import annotations
 
 import os
-import sys
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, distributions, entry_points
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
@@ -43,26 +43,32 @@ def load_plugins() -> list[str]:
 
 
 def _plugin_points() -> tuple[EntryPoint, ...]:
-    """The installed packages' :data:`PLUGIN_GROUP` entry points: those the last scan found, unless what they depend on
-    has changed since (the module's ``entry_points``, which a caller may replace, included)."""
+    """The installed packages' :data:`PLUGIN_GROUP` entry points: those the last scan found, unless what they are read
+    from has changed since (the module's ``entry_points``, which a caller may replace, included)."""
     global _FOUND
-    depends = (entry_points, _installed_places())
+    depends = (entry_points, _entry_point_files())
     if _FOUND is None or _FOUND[0] != depends:
         _FOUND = (depends, tuple(entry_points(group=PLUGIN_GROUP)))
     return _FOUND[1]
 
 
-def _installed_places() -> tuple[Any, ...]:
-    """What decides which packages :mod:`importlib.metadata` finds: each ``sys.path`` folder, a relative one as the
-    working folder resolves it now, with the time it last changed (an installer adds or removes a package's metadata
-    folder in it, which changes it: the standard library keeps its own listing of a folder by the same time), and the
-    import system's finders that find packages."""
-    places = []
-    for entry in sys.path:
+def _entry_point_files() -> tuple[Any, ...]:
+    """What the entry points are read from: each installed package's metadata folder, in the order the import system's
+    finders find them now (:mod:`importlib.metadata` keeps its own listing of a ``sys.path`` folder by the time the
+    folder last changed), with its ``entry_points.txt`` as it is now (None: none yet). A folder's time alone is not
+    enough: an installer makes a package's metadata folder, then writes its files, and a development install rewrites
+    its egg-info in place. A package whose metadata is in no folder (a zip file's, a finder's own) cannot be told
+    unchanged: it is read again each time."""
+    files: list[Any] = []
+    for distribution in distributions():
+        folder = getattr(distribution, "_path", None)
+        if not isinstance(folder, Path):
+            files.append(object())  # equal to nothing
+            continue
         try:
-            place = os.path.abspath(entry or os.curdir)
-            changed = os.stat(place).st_mtime_ns
-        except (OSError, TypeError, ValueError):  # no such folder (yet), or no path: an import hook's name
-            place, changed = entry, None
-        places.append((place, changed))
-    return tuple(places), tuple(finder for finder in sys.meta_path if hasattr(finder, "find_distributions"))
+            written = os.stat(os.path.join(folder, "entry_points.txt"))
+        except OSError:
+            files.append((str(folder), None))
+        else:
+            files.append((str(folder), written.st_ino, written.st_size, written.st_mtime_ns))
+    return tuple(files)

@@ -584,3 +584,20 @@ def test_a_run_names_another_commands_flag_as_the_parser_of_every_command_does(m
     monkeypatch.setattr(cli.parser, "cmd_evaluate", lambda args: flags.update(getattr(args, FLAGS)) or 0)
     assert cli.main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions)]) == 0
     assert flags == argument_flags(build_parser(), "evaluate") and flags["multi_span"] == "--multi-span"
+
+
+def test_a_runs_flags_copied_or_pickled_are_the_flags_they_read():
+    """A run's flags are read from the parser of every command when a line first names an argument; copied or pickled
+    (a namespace a caller keeps, or sends to another process), they are those flags, as the dictionary they replaced
+    was, not the parser, which neither copies deeply nor pickles."""
+    import copy
+    import pickle
+
+    from bio_mrc.cli.options import FlagsWhenRead, argument_flags
+    from bio_mrc.cli.parser import add_command_options
+
+    parser = build_parser(commands=())
+    add_command_options(parser, "evaluate")
+    flags, expected = FlagsWhenRead(parser.every_command, "evaluate"), argument_flags(build_parser(), "evaluate")
+    assert pickle.loads(pickle.dumps(flags)) == copy.deepcopy(flags) == copy.copy(flags) == expected
+    assert copy.deepcopy(flags)["multi_span"] == "--multi-span"

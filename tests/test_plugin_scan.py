@@ -1,6 +1,7 @@
 """The scan for installed plug-ins (:func:`bio_mrc.plugins.load_plugins`): done again only when what it reads may have
-changed (a folder on ``sys.path`` and its contents, the finders, the scanning function), so a long-lived process that
-looks a name up many times reads every installed package's metadata once, and still sees a package installed meanwhile."""
+changed (the packages the finders find, each one's entry-point file, the scanning function), so a long-lived process
+that looks a name up many times reads every installed package's entry points once, and still sees a package installed
+meanwhile."""
 
 from __future__ import annotations
 
@@ -108,3 +109,48 @@ def test_a_scanning_function_put_in_place_meanwhile_is_asked(scans, monkeypatch)
     point = importlib.metadata.EntryPoint("nothing", "os.path:sep", plugins.PLUGIN_GROUP)  # names no function: imported only
     monkeypatch.setattr(plugins, "entry_points", lambda **select: [point])
     assert plugins.load_plugins() == ["nothing"]
+
+
+def test_an_entry_point_file_written_after_the_scan_is_read(scans, tmp_path, monkeypatch, forget):
+    """An installer makes a package's metadata folder, then writes its files: a scan between the two found the package
+    without its entry points, and the folder on the path, changed by the metadata folder alone, never changes again.
+    An egg-info folder rewritten in place (a development install's) changes no folder on the path either."""
+    folder = site_folder(tmp_path / "site", "scan_written_plugin")
+    monkeypatch.syspath_prepend(str(folder))
+    forget("scan_written_plugin")
+    install(folder, "scan_written_plugin")
+    entry_points = folder / "scan_written_plugin-1.0.dist-info" / "entry_points.txt"
+    written = entry_points.read_text(encoding="utf-8")
+    entry_points.unlink()
+    os.utime(folder, ns=(10**18, 10**18))
+    assert plugins.load_plugins() == []
+    entry_points.write_text(written, encoding="utf-8")
+    assert plugins.load_plugins() == ["scan_written_plugin"]
+
+
+def test_a_package_a_finder_on_the_meta_path_finds_meanwhile_is_loaded(scans, tmp_path, monkeypatch, forget):
+    """A finder of its own on ``sys.meta_path`` (an application bundler's, a test's) that finds packages: what it finds
+    may change while it stays the same finder, and the packages it finds are read again each time."""
+    import importlib.metadata
+
+    folder, metadata = site_folder(tmp_path / "site", "scan_found_plugin"), tmp_path / "metadata"
+    metadata.mkdir()
+    install(metadata, "scan_found_plugin")  # found by the finder alone; its module imported from the path
+    monkeypatch.setattr(sys, "path", [*sys.path, str(folder)])
+    forget("scan_found_plugin")
+    found: list = []
+
+    class Finder:
+        @staticmethod
+        def find_spec(*args: object) -> None:
+            return None
+
+        @staticmethod
+        def find_distributions(context=None) -> list:
+            return list(found)
+
+    monkeypatch.setattr(sys, "meta_path", [Finder, *sys.meta_path])
+    real = importlib.metadata.PathDistribution(metadata / "scan_found_plugin-1.0.dist-info")
+    assert plugins.load_plugins() == []
+    found.append(real)
+    assert plugins.load_plugins() == ["scan_found_plugin"]

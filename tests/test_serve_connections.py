@@ -3,6 +3,7 @@ connections past --max-connections are refused at once, idle and oversized ones 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -17,6 +18,7 @@ from typing import Callable
 import httpx
 import pytest
 import uvicorn
+from uvicorn.server import ServerState
 
 from bio_mrc.cli import build_parser
 from bio_mrc.config_options import config_from_args
@@ -295,6 +297,82 @@ def test_a_refused_client_gone_before_its_refusal_is_closed_and_logs_no_error(ex
         gone.set()
         assert closed.wait(10), "the refused connection was not closed"
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+class HeldTransport:
+    """A connection's transport as asyncio's: what is written kept, and a close told to its protocol only when the test
+    says (asyncio tells it on a later turn of the loop, after the connections accepted meanwhile are made)."""
+
+    def __init__(self) -> None:
+        self.written, self.closed = b"", False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default=None):
+        return default
+
+
+def test_a_refused_connection_still_closing_holds_no_place_among_those_open(monkeypatch):
+    """A connection past --max-connections that may not linger is closed at once, and stays among uvicorn's open
+    connections until asyncio tells its protocol it is gone: a connection made meanwhile, once a held one has closed,
+    was refused 503 with none but itself held."""
+    monkeypatch.setattr(connections, "MAX_LINGERING_REFUSALS", 0)  # every refusal closes at once
+    protocol = connections.bounded_protocol(60, 1, None)
+    config, state, loop = uvicorn.Config(create_app, http=protocol, ws="none", log_level="warning"), ServerState(), asyncio.new_event_loop()
+
+    def made() -> tuple:
+        connection, transport = protocol(config=config, server_state=state, app_state={}, _loop=loop), HeldTransport()
+        connection.connection_made(transport)
+        return connection, transport
+
+    try:
+        held, _ = made()
+        refused, refused_transport = made()
+        assert refused_transport.closed and refused_transport.written.startswith(b"HTTP/1.1 503 ")
+        held.connection_lost(None)
+        _, taken = made()  # before the refused one is told it is gone
+        assert not taken.closed and taken.written == b""
+        refused.connection_lost(None)
+    finally:
+        loop.close()
+
+
+def test_a_refusal_lingering_when_the_server_stops_is_closed_at_once(extractor, monkeypatch):  # noqa: F811
+    """A request refused while its body comes (a malformed chunk) lingers with its application's cycle unfinished,
+    and uvicorn's shutdown waits for that request's answer, which never comes: the server stopped only once the linger
+    ended (LINGER_S, here an hour). A lingering connection now closes as the server stops."""
+    monkeypatch.setattr(connections, "LINGER_S", 3_600.0)
+    config = ServeConfig(head_timeout_s=60, keep_alive_s=60)
+    settings, closed = server.connection_settings(config), threading.Event()
+
+    class Told(settings["http"]):
+        """The server's protocol, saying when a lingering connection closes."""
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.lingering:
+                closed.set()
+            super().connection_lost(exc)
+
+    with contextlib.ExitStack() as client:
+        with running(create_app(extractor, config), **{**settings, "http": Told}) as url:  # stopped at the block's end
+            sock = client.enter_context(socket.create_connection(address(url), timeout=10))
+            sock.sendall(UNREADABLE["malformed chunk"][0])
+            data = read_response(sock)  # the 400; the client keeps its side open
+        assert closed.is_set(), "the server's stop waited for the linger's end"
+    assert refusal(data)[0] == 400
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_time(extractor):  # noqa: F811

@@ -311,3 +311,7 @@ class FlagsWhenRead(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._read())
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, str]]]:
+        """Copied or pickled, the flags themselves: the parser that reads them neither copies deeply nor pickles."""
+        return dict, (dict(self._read()),)

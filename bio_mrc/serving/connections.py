@@ -5,8 +5,8 @@
   between requests (``timeout_keep_alive``), so a client that opens a connection and sends nothing, or a header line
   every few seconds, never finishing, held its socket for ever, unseen by the application;
 * at most ``max_connections`` connections are open at once, idle ones included; one more is answered 503 and closed
-  lingering (below), at most :data:`MAX_LINGERING_REFUSALS` such at once and none counted among those open; past them,
-  at once. Unbounded, such connections took file descriptors until ``accept`` failed, and then nobody was served;
+  lingering (below), at most :data:`MAX_LINGERING_REFUSALS` such at once; past them, at once. No refused one, lingering
+  or still closing, is counted among those open. Unbounded, such connections took file descriptors until ``accept`` failed, and then nobody was served;
 * a client that reads none of its responses for ``read_timeout_s`` once the buffers to it are full has its connection
   closed: uvicorn waits for it for ever, its request holding a place among those open at once;
 * a request h11 cannot read is refused in the JSON every refusal has, naming h11's reason (uvicorn: a bare 400 in
@@ -125,7 +125,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
             self.logger.warning("Unsupported upgrade request.")
 
     BoundedH11Protocol.head_timeout_s, BoundedH11Protocol.max_connections = head_timeout_s, max_connections
-    BoundedH11Protocol.read_timeout_s, BoundedH11Protocol.refused_lingering = read_timeout_s, set()
+    BoundedH11Protocol.read_timeout_s, BoundedH11Protocol.refused, BoundedH11Protocol.refused_lingering = read_timeout_s, set(), set()
     return BoundedH11Protocol
 
 
@@ -159,24 +159,31 @@ class HeadTimeout:
 class ConnectionBound:
     """The part of :func:`bounded_protocol`'s protocol that holds at most ``max_connections`` connections open at once:
     one more is answered 503 and closed lingering while fewer than :data:`MAX_LINGERING_REFUSALS` refused ones linger
-    (their descriptors within :data:`OPEN_FILES_SPARE`, none counted among those open), else closed at once."""
+    (their descriptors within :data:`OPEN_FILES_SPARE`), else closed at once; none, lingering or still closing, is
+    counted among those open."""
 
     max_connections: int
-    refused_lingering: set  # the protocol's class's own (:func:`bounded_protocol` makes one a server)
+    # The protocol's class's own (:func:`bounded_protocol` makes them a server): the connections refused past the bound
+    # until each is gone, lingering or closing (asyncio tells a closed one's protocol on a later turn of its loop,
+    # after the connections accepted meanwhile are made), and those of them lingering.
+    refused: set
+    refused_lingering: set
 
     def past_bound(self) -> bool:
-        """Whether more than ``max_connections`` are open, this one included and refused ones lingering not."""
-        return len(self.connections) - len(self.refused_lingering) > self.max_connections
+        """Whether more than ``max_connections`` are open, this one included and refused ones not."""
+        return len(self.connections) - len(self.refused) > self.max_connections
 
     def refuse_past_bound(self) -> None:
         tell_operator("connections", f"{self.max_connections} connections are open (--max-connections): more are refused")
         write_refusal(self.transport, 503, "the server holds as many connections as it takes at once: try again shortly", b"retry-after: 1\r\n")
+        self.refused.add(self)
         if len(self.refused_lingering) < MAX_LINGERING_REFUSALS and self.close_lingering():
             self.refused_lingering.add(self)
         else:
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.refused.discard(self)
         self.refused_lingering.discard(self)
         super().connection_lost(exc)
 
@@ -230,6 +237,15 @@ class LingeringClose:
     def eof_received(self) -> bool | None:
         """The client has ended its side: a lingering connection closes now (asyncio closes it on a false return)."""
         return False if self.lingering else super().eof_received()
+
+    def shutdown(self) -> None:
+        """The server stops: a lingering connection closes now, its refusal written. uvicorn closes a connection whose
+        request is answered, and waits for the answer of one still coming, which for a request refused while its body
+        came never comes: the server stopped only once the linger ended."""
+        if self.lingering:
+            self.transport.close()
+        else:
+            super().shutdown()
 
 
 class HalfClose:
