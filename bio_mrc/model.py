@@ -22,6 +22,7 @@ from .errors import ConfigError, InputNote, InputWarning, ModelFormatError
 from .fp32_attention import ATTENTION_NAME as TRAINING_ATTENTION
 from .model_defaults import MODEL_FORMAT  # noqa: F401 (the layout of a saved model folder; imported from here too)
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
+from .model_folder import building_on_meta, one_build
 from .plurals import counted, first_few, number_form
 from .progress import progress_bars, transformers_quiet
 
@@ -219,14 +220,16 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     def __init__(self, config: BioMrcConfig) -> None:
         super().__init__(config)
         names = config.head_names  # heads that cannot go together are refused before the encoder is built
-        self.encoder = _encoder_from_config(config.encoder)
-        hidden = config.encoder.hidden_size
-        for name, entry in registry.HEADS.items():  # each under its registered attribute: the weights' names
-            if hasattr(self, entry.attribute):  # "encoder", "config": the model's own, which the head would replace
-                raise ValueError(f"head {name!r}: its attribute {entry.attribute!r} is the model's own; give its registry "
-                                 "entry another attribute")
-            setattr(self, entry.attribute, registry.resolve(entry.build)(config, hidden) if name in names else None)
-        self.post_init()
+        # On the meta device (from_pretrained's build, the folder checks') no init function draws a value: none runs.
+        with one_build(skip_init=building_on_meta()):
+            self.encoder = _encoder_from_config(config.encoder)
+            hidden = config.encoder.hidden_size
+            for name, entry in registry.HEADS.items():  # each under its registered attribute: the weights' names
+                if hasattr(self, entry.attribute):  # "encoder", "config": the model's own, which the head would replace
+                    raise ValueError(f"head {name!r}: its attribute {entry.attribute!r} is the model's own; give its "
+                                     "registry entry another attribute")
+                setattr(self, entry.attribute, registry.resolve(entry.build)(config, hidden) if name in names else None)
+            self.post_init()
         BioMrcForQuestionAnswering.forward.__signature__ = forward_signature()  # a head registered since import too
         for head in self.heads.values():
             head.reset_bias()  # post_init zeroed it; loaded checkpoints overwrite it anyway
@@ -268,7 +271,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         Quiet: transformers' bar of the encoder's weights and its load report (a pretraining head left out, a pooler
         the heads never read) stay hidden, and the caller's settings of them are kept; encoder weights the checkpoint
         lacks are one :class:`UnsavedEncoderWeightsWarning`."""
-        with as_data(encoder_name_or_path), progress_bars(False), transformers_quiet():  # a library call
+        with as_data(encoder_name_or_path), progress_bars(False), transformers_quiet(), one_build():  # a library call
             encoder, info = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False,
                                                       output_loading_info=True)
         warn_unsaved_encoder_weights(info["missing_keys"], str(encoder_name_or_path))
@@ -299,7 +302,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             if checked is not None:  # built here: a config transformers refuses is named as when it reads the file
                 kwargs["config"] = cls.config_class.from_dict(dict(checked))
             asked_info = kwargs.pop("output_loading_info", False)
-            with as_data(pretrained_model_name_or_path), transformers_quiet():
+            with as_data(pretrained_model_name_or_path), transformers_quiet(), one_build():  # built on meta: no init
                 model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs)
         except (RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
             if not folder.is_dir() or isinstance(err, ModelFormatError):

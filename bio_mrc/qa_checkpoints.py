@@ -23,8 +23,8 @@ from .json_syntax import json_value
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
 from .model_defaults import QA_WINDOWS, qa_windows, window_positions, windows_that_fit  # noqa: F401 (by name)
 from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_model_type_named,
-                           check_qa_files, check_sizes,
-                           check_weights_fit, expected_shapes, qa_architecture, read_json_object, saved_config, weight_shapes)
+                           check_qa_files, check_sizes, check_weights_fit, expected_shapes, meta_build, one_build,
+                           qa_architecture, read_json_object, saved_config, weight_shapes)
 from .progress import transformers_quiet
 
 QA_LAYER = "qa_outputs"
@@ -76,7 +76,7 @@ def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windo
         raise ModelFormatError(f"its tokenizer maps tokens to ids up to {max(tokenizer.get_vocab().values())}, past the "
                                f"encoder's vocab_size {vocab_size} (config.json): the tokenizer is not this model's", str(folder))
     try:
-        with as_data(str(folder)), transformers_quiet():  # its load report names the pooler it leaves out, which is checked
+        with as_data(str(folder)), transformers_quiet(), one_build():  # its load report names the pooler it leaves out, which is checked
             source = AutoModelForQuestionAnswering.from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
     except (OSError, RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
         if isinstance(err, ModelFormatError):
@@ -159,9 +159,10 @@ def encoder_positions(encoder: str) -> int | None:
 
 
 def config_positions(config: Any) -> int | None:
-    """:func:`usable_positions` of an encoder built from ``config`` on the meta device; None where it cannot be built so."""
+    """:func:`usable_positions` of an encoder built from ``config`` on the meta device (no weight initialised); None
+    where it cannot be built so."""
     try:
-        with torch.device("meta"):
+        with meta_build():
             return usable_positions(AutoModel.from_config(config))
     except Exception:  # noqa: BLE001 - a check ahead of the load, which reports the encoder's problem itself
         return None
@@ -252,7 +253,8 @@ def qa_model_from_span_model(model: BioMrcForQuestionAnswering, tokenizer, where
     such model for, or whose QA model has no ``qa_outputs`` layer, is refused."""
     encoder_config = copy.deepcopy(model.config.encoder)
     try:
-        qa = AutoModelForQuestionAnswering.from_config(encoder_config)
+        with one_build():
+            qa = AutoModelForQuestionAnswering.from_config(encoder_config)
     except ValueError as err:
         raise ConfigError(f"transformers has no extractive QA model for a {type(encoder_config).__name__} encoder "
                           f"({str(err).strip().splitlines()[0][:200]})") from None

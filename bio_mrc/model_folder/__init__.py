@@ -29,9 +29,10 @@ What is checked, in this order, before any tensor is allocated:
   beside values other than 0; a mask holds only zeros and infinities).
 
 One module a job, each importing only those listed before it: :mod:`.files` (file names and kinds),
-:mod:`.config_reading`, :mod:`.records`, :mod:`.weights`, :mod:`.encoder_checks`, :mod:`.settings_checks`,
-:mod:`.tokenizer_checks`, :mod:`.onnx_checks`, :mod:`.encoder_folder`, :mod:`.qa_files`, :mod:`.backends` and
-:mod:`.folder_checks` (the entry points above). Every public name is importable from ``bio_mrc.model_folder`` itself.
+:mod:`.config_reading`, :mod:`.records`, :mod:`.builds` (builds on the meta device, without weight initialisation),
+:mod:`.weights`, :mod:`.encoder_checks`, :mod:`.settings_checks`, :mod:`.tokenizer_checks`, :mod:`.onnx_checks`,
+:mod:`.encoder_folder`, :mod:`.qa_files`, :mod:`.backends` and :mod:`.folder_checks` (the entry points above).
+Every public name is importable from ``bio_mrc.model_folder`` itself.
 """
 
 from .files import (
@@ -45,6 +46,7 @@ from .config_reading import (
     read_json_object, saved_config, special_float, special_floats, transformers_float, written_format_problem
 )
 from .records import check_records, checked_record
+from .builds import building_on_meta, meta_build, one_build
 from .weights import (
     DTYPE_BYTES, FLOAT_DTYPES, MAX_SAFETENSORS_HEADER, MAX_WEIGHT_MAGNITUDE, Shape, built_on_meta,
     check_floating_weights, check_weights_fit, check_weights_present, expected_shapes, pickled_weight_files,
@@ -83,15 +85,15 @@ __all__ = [
     "RUN_FILE", "SAFETENSORS_FILE", "SAFETENSORS_INDEX", "SIZE_LIMITS", "SPECIAL_TOKEN_KEYS", "Shape", "TAG_LEVELS",
     "TEMPLATE_TOKEN_KEYS", "TOKENIZER_FILE", "TOKENIZER_JSON_FILES", "TOKENIZER_MISSING", "TOKENIZER_SETTINGS",
     "TRAINING_LOG_FILE", "TUNED_ON_FIELDS", "UnusedSettingWarning", "VOCABULARY_FILES", "WEIGHT_FILES", "WINDOW_FIELDS",
-    "WINDOW_MINIMUMS", "built_on_meta", "check_bidirectional", "check_convertible", "check_encoder_classes",
-    "check_encoder_files", "check_encoder_folder", "check_exportable", "check_file_kinds", "check_floating_weights",
+    "WINDOW_MINIMUMS", "building_on_meta", "built_on_meta", "check_bidirectional", "check_convertible",
+    "check_encoder_classes", "check_encoder_files", "check_encoder_folder", "check_exportable", "check_file_kinds", "check_floating_weights",
     "check_head_settings", "check_loadable", "check_model_dir", "check_model_files", "check_model_folder",
     "check_model_type_named", "check_onnx", "check_plain_direction", "check_plain_sizes", "check_pytorch_folder",
     "check_qa_files", "check_reads_both_ways", "check_records", "check_settings", "check_sizes", "check_tokenizer",
     "check_weights_fit", "check_weights_present", "check_window_frame", "checked_record", "decoder_only",
     "expected_shapes", "fail", "foreign_model", "is_finite_number", "is_model_temporary", "is_plain_int",
-    "model_backend", "non_finite_as", "not_a_file", "pickled_weight_files", "qa_architecture", "qa_model_architecture",
-    "read_config", "read_json_object", "remove_model_temporaries", "remove_replaced_model_files", "safetensors_shapes",
+    "meta_build", "model_backend", "non_finite_as", "not_a_file", "one_build", "pickled_weight_files", "qa_architecture",
+    "qa_model_architecture", "read_config", "read_json_object", "remove_model_temporaries", "remove_replaced_model_files", "safetensors_shapes",
     "saved_config", "special_float", "special_floats", "transformers_float", "warn_export_beside_weights", "weight_shapes",
     "written_format_problem"
 ]

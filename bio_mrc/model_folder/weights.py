@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..json_syntax import json_value
 from ..pickled_weights import pickled_shapes
 from ..plurals import counted, number_form
+from .builds import meta_build
 from .config_reading import is_plain_int, read_json_object
 from .files import ONNX_FILE, PICKLED_WEIGHTS, SAFETENSORS_FILE, SAFETENSORS_INDEX, fail
 
@@ -163,12 +164,10 @@ def _built_shapes(model_class: type, config_text: str) -> Mapping[str, tuple[int
 
 
 def built_on_meta(build: Callable[[], Any], folder: Path) -> Any:
-    """What ``build`` makes of a folder's ``config.json``, on the meta device (no memory is taken); any failure to
-    build is one line naming the file."""
-    import torch
-
+    """What ``build`` makes of a folder's ``config.json``, on the meta device (no memory is taken, no weight
+    initialised: :func:`~bio_mrc.model_folder.builds.meta_build`); any failure to build is one line naming the file."""
     try:
-        with torch.device("meta"):
+        with meta_build():
             return build()
     except Exception as err:  # noqa: BLE001 - any failure to build is the config file's fault
         lines = [line.strip() for line in str(err).strip().splitlines()] or [type(err).__name__]
