@@ -31,39 +31,56 @@ Item = TypeVar("Item")
 # inside the other's block).
 _LOCK = threading.Lock()
 _OPEN: list[list[bool]] = []  # each open block's wish, in the order they opened
-_FOUND: list[bool] = []  # the switches as the first open block found them
+_FOUND: dict[str, bool] = {}  # each switch (by its module) as the first open block that set it found it
 
 
 @contextmanager
 def progress_bars(enabled: bool) -> Iterator[None]:
-    """Show (``True``) or hide (``False``) the bars of transformers and datasets inside the block."""
+    """Show (``True``) or hide (``False``) the bars of transformers and datasets inside the block: datasets' once it is
+    imported (:func:`_switches`)."""
     wish = [bool(enabled)]  # a list of its own: the block is removed by identity, not by value
-    switches = _switches()
+    switches = _switches()  # imported outside the lock
     with _LOCK:
-        if not _OPEN:
-            _FOUND[:] = [switch.is_progress_bar_enabled() for switch in switches]
         _OPEN.append(wish)
-        _set(wish * len(switches))
+        _set(switches, wish[0])
     try:
         yield
     finally:
+        switches = _switches()  # datasets' too where the block imported it
         with _LOCK:
             del _OPEN[next(i for i, block in enumerate(_OPEN) if block is wish)]
-            _set(_OPEN[-1] * len(switches) if _OPEN else _FOUND)
+            if _OPEN:
+                _set(switches, _OPEN[-1][0])
+            else:
+                _restore(switches)
 
 
 def _switches() -> tuple:
-    """datasets' and transformers' switches, imported by the first block: a command that needs neither library
-    (evaluate's refusals) does not wait for them."""
-    import datasets.utils.logging as datasets_logging
+    """transformers' switch, imported by the first block (every block wraps its work), and datasets' once datasets is
+    imported: the modules that map a dataset import it before they open a block, and an answer, which maps none, does
+    not import it (pandas and more) to switch off a bar nothing draws. A library imported inside a block keeps its own
+    setting there, and has it back when the blocks end."""
     import transformers.utils.logging as transformers_logging
+
+    if "datasets" not in sys.modules:
+        return (transformers_logging,)
+    import datasets.utils.logging as datasets_logging  # waits for an import another thread is in the middle of
 
     return datasets_logging, transformers_logging
 
 
-def _set(states: list[bool]) -> None:
-    for switch, state in zip(_switches(), states):
-        switch.enable_progress_bar() if state else switch.disable_progress_bar()
+def _set(switches: tuple, shown: bool) -> None:
+    for switch in switches:
+        _FOUND.setdefault(switch.__name__, switch.is_progress_bar_enabled())  # as the program had it
+        switch.enable_progress_bar() if shown else switch.disable_progress_bar()
+
+
+def _restore(switches: tuple) -> None:
+    """Each switch the blocks set, as the first of them found it."""
+    for switch in switches:
+        if switch.__name__ in _FOUND:
+            switch.enable_progress_bar() if _FOUND[switch.__name__] else switch.disable_progress_bar()
+    _FOUND.clear()
 
 
 # transformers' verbosity is the process's too: quiet blocks open in several threads (models loaded at once) are

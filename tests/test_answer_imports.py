@@ -1,5 +1,6 @@
 """What answering imports: ``bio-mrc extract``, ``bio-mrc predict`` and ``AnswerExtractor`` load neither the training
-code of transformers nor the libraries of tuning, reports, ONNX or serving; each would cost every answer its import."""
+code of transformers nor datasets, nor the libraries of tuning, reports, ONNX or serving; each would cost every answer
+its import."""
 
 import json
 import os
@@ -13,9 +14,11 @@ from .conftest import untrained_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 # Libraries the answering doors never use: transformers' Trainer, the calibrator's fitting (scikit-learn) and the
-# statistics of reports (scipy.stats), plots, tag metrics, ONNX and the HTTP server.
+# statistics of reports (scipy.stats), plots, tag metrics, ONNX and the HTTP server; datasets and Arrow (and the pandas
+# both import), which training, tuning and the windows cache keep windows in: an answer's are numpy columns held for
+# the call.
 NOT_FOR_ANSWERS = ("transformers.trainer", "transformers.training_args", "sklearn", "scipy.stats", "matplotlib",
-                   "seqeval", "onnx", "onnxruntime", "fastapi", "uvicorn")
+                   "seqeval", "onnx", "onnxruntime", "fastapi", "uvicorn", "datasets", "pandas", "pyarrow")
 
 ANSWER_ALL_DOORS = """
 import contextlib, io, json, sys

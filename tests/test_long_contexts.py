@@ -227,6 +227,42 @@ def test_windows_kept_in_memory_are_those_build_features_writes(tiny_tokenizer, 
     assert len(none) == len(build_features([], tiny_tokenizer, config, with_targets=False)) == 0
 
 
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+@pytest.mark.parametrize("batch_size", [1, None])
+def test_windows_held_in_a_table_are_those_kept_in_a_dataset_and_run_alike(trained_dir, tiny_tokenizer, tag_level,
+                                                                          batch_size):
+    """The answering doors hold a call's windows in a WindowTable, not a datasets.Dataset: every column the values
+    the Dataset's Arrow table reads as, of the same type, and the same outputs of every head from the forward pass."""
+    from bio_mrc.features.ragged import RaggedColumn
+    from bio_mrc.features.window_table import column_values, window_columns
+    from bio_mrc.inference import TrainedModel
+    from bio_mrc.inference.forward import run_windows
+
+    config = FeatureConfig(max_seq_length=48, doc_stride=16, max_query_length=12, tag_level=tag_level)
+    examples = [Example("0", "Who ruled Normandy?", ODD_CONTEXT), Example("1", "When?", "Rollo ruled Normandy in 911."),
+                Example("2", "Who?", LONG_CONTEXT)]
+    held = windows.windows_in_table(examples, tiny_tokenizer, config, batch_size=batch_size)
+    kept = windows.windows_in_memory(examples, tiny_tokenizer, config, batch_size=batch_size)
+    assert len(held) == len(kept) > 50 and held.column_names == kept.column_names
+    listed = [name for name in kept.column_names if name in windows.WINDOW_COLUMNS]
+    assert set(kept.column_names) - set(listed) == {"example_index", "question_tokens"}
+    for name, column in RaggedColumn.columns_of(kept, listed).items():
+        ours = window_columns(held, [name])[name]
+        assert ours.values.dtype == column.values.dtype and ours.values.shape == column.values.shape, name
+        assert [ours.row(r).tolist() for r in range(len(ours))] == [column.row(r).tolist() for r in range(len(column))], name
+    for name in ("example_index", "question_tokens"):
+        assert column_values(held, name).dtype == column_values(kept, name).dtype == np.int64
+        assert held[name].tolist() == column_values(kept, name).tolist() == list(kept[name])
+    model = TrainedModel.load(trained_dir, precision="fp32", device="cpu").model
+    ran = [run_windows(model, features, tiny_tokenizer.pad_token_id, 16, progress=False, precision="fp32")
+           for features in (held, kept)]
+    for name in ("example_index", "offsets", "mask", "word_offsets", "tag_mask"):
+        np.testing.assert_array_equal(getattr(ran[0], name), getattr(ran[1], name), err_msg=name)
+    assert sorted(ran[0].logits) == sorted(ran[1].logits) != []
+    for name, logits in ran[1].logits.items():
+        np.testing.assert_array_equal(ran[0].logits[name], logits, err_msg=name)
+
+
 def test_a_long_contexts_windows_are_not_written_through_a_stream_before_they_are_run(trained_dir, monkeypatch):
     extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding="joint")
     expected = answers(extractor, True)

@@ -1,10 +1,12 @@
-"""List columns read from Arrow: RaggedColumn pads exactly as the row-by-row lists would."""
+"""List columns read from Arrow: RaggedColumn pads exactly as the row-by-row lists would, and columns built in numpy
+(an answer's windows, a WindowTable) read as the Arrow ones."""
 
 import numpy as np
 import pytest
 from datasets import Dataset
 
-from bio_mrc.features.ragged import RaggedColumn
+from bio_mrc.features.ragged import RaggedColumn, arrow_list_column, ragged_column
+from bio_mrc.features.window_table import WindowTable
 
 
 @pytest.fixture()
@@ -72,3 +74,40 @@ def test_several_columns_read_at_once_are_each_read_alone(dataset):
     assert columns["ids"].padded(fill=-1).tolist() == [[9, 10, -1], [5, 6, 7], [-1, -1, -1]]
     with pytest.raises(TypeError, match="'scalar' is not a list column"):
         RaggedColumn.columns_of(chosen, ["ids", "scalar"])
+
+
+@pytest.mark.parametrize("rows, dtype, width", [
+    ([[5, 6, 7], [8], [], [9, 10]], np.int32, None),
+    ([np.array([1, 0, 1], dtype=np.int64), np.array([], dtype=np.int64)], np.int8, None),
+    ([np.array([[0, 2], [3, 4]]), np.zeros((0, 2), dtype=np.int64), np.array([[7, 8]])], np.int64, 2),
+    ([], np.int64, None),
+])
+def test_a_column_built_in_numpy_is_the_arrow_column_read_back(rows, dtype, width):
+    """An answer's windows skip Arrow (ragged_column); training's go through it (arrow_list_column, from_arrow): the
+    forward pass must read the same values, of the same type, row for row."""
+    ours, arrows = ragged_column(rows, dtype, width), RaggedColumn.from_arrow(arrow_list_column(rows, dtype, width))
+    assert ours.values.dtype == arrows.values.dtype and len(ours) == len(arrows) == len(rows)
+    assert ours.lengths.tolist() == arrows.lengths.tolist() and ours.starts.tolist() == arrows.starts.tolist()
+    assert [ours.row(r).tolist() for r in range(len(rows))] == [arrows.row(r).tolist() for r in range(len(rows))]
+    if rows:
+        assert ours.padded(fill=-1).tolist() == arrows.padded(fill=-1).tolist()
+
+
+def test_window_tables_joined_read_as_one_and_refuse_what_they_do_not_hold():
+    first = WindowTable({"example_index": np.array([0, 0]), "input_ids": ragged_column([[5, 6], [7]], np.int32)})
+    second = WindowTable({"example_index": np.array([1]), "input_ids": ragged_column([[8, 9, 10]], np.int32)})
+    joined = WindowTable.joined([first, second])
+    assert len(joined) == 3 and joined.column_names == ["example_index", "input_ids"]
+    assert joined["example_index"].tolist() == [0, 0, 1]
+    assert joined.ragged(["input_ids"])["input_ids"].padded(fill=-1).tolist() == [[5, 6, -1], [7, -1, -1], [8, 9, 10]]
+    assert len(WindowTable.joined([])) == 0 and WindowTable.joined([first]) is first
+    with pytest.raises(TypeError, match="'input_ids' holds a list a window"):
+        joined["input_ids"]
+    with pytest.raises(TypeError, match=r"\['example_index'\] hold one value a window"):
+        joined.ragged(["example_index"])
+    with pytest.raises(KeyError, match="no column 'tag_mask'"):
+        joined.ragged(["tag_mask"])
+    with pytest.raises(ValueError, match="one row a window"):
+        WindowTable({"example_index": np.array([0]), "input_ids": ragged_column([[5], [6]], np.int32)})
+    with pytest.raises(ValueError, match="different columns"):
+        WindowTable.joined([first, WindowTable({"example_index": np.array([2])})])

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # types only: the answering doors import this module without 
     from datasets import Dataset
 
     from ..types import Example
+    from .window_table import WindowTable
 
 NAMED = 3  # long questions a line names; the rest are counted
 WARNED_TEXTS = 1_000  # distinct warning texts remembered as said for each caller's file (a text said again is not shown)
@@ -32,14 +33,16 @@ class LongQuestionsNote(InputNote):
     as the windows cut it; counted in one note naming the file and the first few questions."""
 
 
-def note_long_questions(windows: Dataset, examples: Sequence[Example], max_query_length: int, data_name: str) -> None:
+def note_long_questions(windows: Dataset | WindowTable, examples: Sequence[Example], max_query_length: int,
+                        data_name: str) -> None:
     """One :class:`LongQuestionsNote` for the questions of ``examples`` (cut into ``windows``) past ``max_query_length``,
     naming ``data_name`` and the first few questions by id; nothing where none is. It names the caller's line, the first
     outside the package."""
     if not len(windows) or "question_tokens" not in windows.column_names:
         return
-    columns = windows.with_format("arrow")  # whole columns, as any selection of the windows reads them
-    index, tokens = (columns[name].to_numpy() for name in ("example_index", "question_tokens"))
+    from .window_table import column_values
+
+    index, tokens = (column_values(windows, name) for name in ("example_index", "question_tokens"))
     first = np.flatnonzero(np.concatenate([[True], index[1:] != index[:-1]]))  # an example's windows run together
     rows = first[tokens[first] > max_query_length]
     long = list(zip(index[rows].tolist(), tokens[rows].tolist()))

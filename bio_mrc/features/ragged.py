@@ -3,17 +3,20 @@
 Reading a column row by row builds a Python list per window; at inference that costs more than
 decoding. Arrow already stores a list column as one flat buffer of values plus row offsets, so a
 :class:`RaggedColumn` takes those two arrays as they are and pads any set of rows in one numpy
-gather; :func:`arrow_list_column` builds such a column from rows in one step.
+gather; :func:`arrow_list_column` builds such a column from rows in one step, and :func:`ragged_column` the
+:class:`RaggedColumn` that Arrow column reads as, without Arrow.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import pyarrow as pa
-from datasets import Dataset
+
+if TYPE_CHECKING:  # imported where a column is read from or written to Arrow: an answer's windows never are
+    import pyarrow as pa
+    from datasets import Dataset
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class RaggedColumn:
     @classmethod
     def from_arrow(cls, column: pa.Array | pa.ChunkedArray, name: str = "column") -> "RaggedColumn":
         """An Arrow list column (e.g. one of a table's) as it stands; ``name`` is for errors."""
+        import pyarrow as pa
+
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type):
@@ -99,9 +104,22 @@ def arrow_list_column(rows: Sequence[Any], dtype: Any, width: int | None = None)
     """Rows (lists or arrays of numbers; with ``width``, (n, width) arrays, each row a list of lists) as one Arrow
     list column of ``dtype`` values, from one flat buffer: ``datasets`` converts row by row and looks at every value
     of a Python list for mixed types, which cost a long context's windows more than tokenizing them."""
+    import pyarrow as pa
+
     flat = [np.asarray(row, dtype=dtype).reshape(-1) for row in rows]
     values = pa.array(np.concatenate(flat) if flat else np.zeros(0, dtype=dtype))
     if width is not None:
         values = pa.ListArray.from_arrays(pa.array(np.arange(0, len(values) + 1, width, dtype=np.int32)), values)
     lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat)) // (width or 1)
     return pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)), values)
+
+
+def ragged_column(rows: Sequence[Any], dtype: Any, width: int | None = None) -> RaggedColumn:
+    """The :class:`RaggedColumn` that :meth:`RaggedColumn.from_arrow` reads from :func:`arrow_list_column` of the same
+    ``rows``, ``dtype`` and ``width`` (the same values of the same type; starts and lengths of the same numbers), built
+    in numpy alone: an Arrow array made from numpy imports pandas (pyarrow looks for its types), a cost an answer's
+    windows, cut and run in one call, need not pay."""
+    flat = [np.asarray(row, dtype=dtype).reshape(-1) for row in rows]
+    values = np.concatenate(flat) if flat else np.zeros(0, dtype=dtype)
+    lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat)) // (width or 1)
+    return RaggedColumn(values.reshape(-1, width) if width is not None else values, np.cumsum(lengths) - lengths, lengths)

@@ -6,6 +6,11 @@ Windows follow Hugging Face's QA recipe: a fast tokenizer, question first,
 overlap between consecutive windows of one context. Offsets are kept for every
 paragraph token (``(-1, -1)`` elsewhere) so decoders map tokens back to exact
 characters of the original context.
+
+``datasets`` is imported by the functions that map, cache or keep windows in a ``Dataset`` (training, tuning, the
+windows cache), not by this module: the answering doors hold a call's windows in a
+:class:`~bio_mrc.features.window_table.WindowTable` (:func:`windows_in_table`), which imports neither it nor the pandas
+that any Arrow array built from Python pulls in.
 """
 
 from __future__ import annotations
@@ -14,13 +19,9 @@ import hashlib
 import inspect
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-from datasets import Dataset
-from datasets.arrow_writer import OptimizedTypedSequence
 from transformers import PreTrainedTokenizerBase
 
 from .. import registry
@@ -29,13 +30,19 @@ from ..code_fingerprint import sources_fingerprint
 from ..errors import ConfigError
 from ..types import Example
 from .pair_windows import ContextsAlone, pair_windows
-from .ragged import arrow_list_column
+from .ragged import arrow_list_column, ragged_column
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
 from .tokenizer_lock import tokenizer_lock
+from .window_table import WindowTable
 from .windows_cache import cache_budget_bytes, drop_unreadable, mark_used_and_prune, windows_cache_file
 from .words import (context_words, dropped_attached_runs, extend_over_attached, snap_to_graphemes, tokens_alone,
                     word_of_tokens)
+
+if TYPE_CHECKING:  # Arrow and datasets are imported where windows are written to them: an answer's never are
+    import pyarrow as pa
+    from datasets import Dataset
+
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
     """Offsets are what map tokens back to characters; only fast tokenizers have them."""
@@ -186,6 +193,8 @@ def build_features(
     ``with_targets`` adds the labels of ``heads`` (a model's heads; None: every registered head), each made by
     its registry entry's ``build_targets``. ``batch_size``: questions tokenized at once (None: :func:`questions_per_batch`).
     """
+    from datasets import Dataset
+
     target_heads = _target_heads(with_targets, heads)
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
@@ -216,6 +225,14 @@ def _batch_table(examples: Sequence[Example], rows: Sequence[int], tokenizer: Pr
                  alone: ContextsAlone | None = None) -> pa.Table:
     """The windows of ``examples[rows]`` (with the labels of ``target_heads``) as :func:`windows_table` writes them;
     ``alone`` as :func:`tokenize_windows` takes it."""
+    return windows_table(_batch_windows(examples, rows, tokenizer, config, target_heads, advance, alone))
+
+
+def _batch_windows(examples: Sequence[Example], rows: Sequence[int], tokenizer: PreTrainedTokenizerBase,
+                   config: FeatureConfig, target_heads: Sequence[str], advance: Callable[[int], None] | None,
+                   alone: ContextsAlone | None = None) -> dict[str, list[Any]]:
+    """The windows of ``examples[rows]`` (with the labels of ``target_heads``) as :func:`tokenize_windows` gives them,
+    each window's ``example_index`` its example's place in ``examples``; ``advance``, where given, told their number."""
     chunk = [examples[i] for i in rows]
     feats = tokenize_windows(chunk, tokenizer, config, alone)
     if target_heads:
@@ -223,7 +240,7 @@ def _batch_table(examples: Sequence[Example], rows: Sequence[int], tokenizer: Pr
     feats["example_index"] = [rows[i] for i in feats["example_index"]]
     if advance is not None:
         advance(len(chunk))
-    return windows_table(feats)
+    return feats
 
 
 def windows_in_memory(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig,
@@ -235,11 +252,31 @@ def windows_in_memory(examples: Sequence[Example], tokenizer: PreTrainedTokenize
     alone, kept for this one (a chunk's slices share one; None: kept from batch to batch of this call alone)."""
     if not examples:  # no batch: the empty dataset map gives
         return build_features(examples, tokenizer, config, with_targets=False, batch_size=batch_size, advance=advance)
+    import pyarrow as pa
+    from datasets import Dataset
+
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
     alone = ContextsAlone() if alone is None else alone  # a context the next batch's questions ask too is tokenized once
     tables = [_batch_table(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance, alone)
               for begin in range(0, len(examples), batch_size)]
     return Dataset(pa.concat_tables(tables), fingerprint=_examples_digest(examples).hexdigest()[:20])
+
+
+def windows_in_table(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig,
+                     batch_size: int | None = None, advance: Callable[[int], None] | None = None,
+                     alone: ContextsAlone | None = None) -> WindowTable:
+    """The windows :func:`windows_in_memory` keeps, cut in the same batches, held as numpy columns in a
+    :class:`~bio_mrc.features.window_table.WindowTable`: what the answering doors run, which reads the same values as
+    the ``Dataset`` without importing ``datasets`` or pandas. ``batch_size``, ``advance`` and ``alone`` as
+    :func:`windows_in_memory` takes them; no examples, no columns."""
+    if not examples:
+        return WindowTable({})
+    batch_size = questions_per_batch(examples) if batch_size is None else batch_size
+    alone = ContextsAlone() if alone is None else alone  # a context the next batch's questions ask too is tokenized once
+    return WindowTable.joined([
+        held_columns(_batch_windows(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (),
+                                    advance, alone))
+        for begin in range(0, len(examples), batch_size)])
 
 
 # The windows' list columns: their values' type, as datasets inferred it from the rows (its small integer types for
@@ -254,15 +291,33 @@ def windows_table(features: dict[str, list[Any]]) -> pa.Table:
     """``features`` as the Arrow table ``datasets`` writes: the window columns (:data:`WINDOW_COLUMNS`) built from
     one buffer each, the others (the example index, the heads' targets) typed as ``datasets`` types them; the example
     index first, as ``datasets`` put it."""
-    order = ["example_index", *(name for name in features if name != "example_index")]
+    import pyarrow as pa
+    from datasets.arrow_writer import OptimizedTypedSequence
+
     return pa.table({name: arrow_list_column(features[name], *WINDOW_COLUMNS[name]) if name in WINDOW_COLUMNS
-                     else pa.array(OptimizedTypedSequence(features[name], col=name)) for name in order})
+                     else pa.array(OptimizedTypedSequence(features[name], col=name)) for name in _column_order(features)})
+
+
+def held_columns(features: dict[str, list[Any]]) -> WindowTable:
+    """``features`` without targets (:func:`tokenize_windows`'s) as :func:`windows_table` writes them and Arrow reads
+    them back, as numpy columns, in its order and of its types: each window column (:data:`WINDOW_COLUMNS`) a
+    :class:`~bio_mrc.features.ragged.RaggedColumn` (:func:`~bio_mrc.features.ragged.ragged_column`), the example index
+    and the question's tokens (Python ints) int64 arrays, as Arrow infers them."""
+    return WindowTable({name: ragged_column(features[name], *WINDOW_COLUMNS[name]) if name in WINDOW_COLUMNS
+                        else np.asarray(features[name], dtype=np.int64) for name in _column_order(features)})
+
+
+def _column_order(features: dict[str, list[Any]]) -> list[str]:
+    """The example index first, as ``datasets`` put it, then the others as they come."""
+    return ["example_index", *(name for name in features if name != "example_index")]
 
 
 def holds_every_window(windows: Dataset, examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase,
                        config: FeatureConfig) -> bool:
     """Whether ``windows`` (in the order they were built) hold windows of every example and all of the last one's:
     a windows file cut short reads as fewer rows, not as an error."""
+    import pyarrow.compute as pc
+
     if not examples:
         return len(windows) == 0
     indices = windows.with_format("arrow")["example_index"]

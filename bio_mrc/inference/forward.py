@@ -9,11 +9,10 @@ is a runner itself, so both give the same :class:`WindowOutputs` and decoding ne
 from __future__ import annotations
 
 import contextlib
-from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
-from datasets import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
@@ -23,14 +22,18 @@ from ..features.long_questions import note_long_questions
 from ..features.pair_windows import ContextsAlone
 from ..features.question_columns import ENCODER_INPUTS
 from ..features.ragged import RaggedColumn
-from ..features.windows import FeatureConfig, windows_in_memory
+from ..features.window_table import WindowTable, window_columns
+from ..features.windows import FeatureConfig, windows_in_table
 from ..model import BioMrcForQuestionAnswering
 from ..precision import autocast, resolve_precision
 from ..precision_probe import MatrixShapes
-from ..progress import WindowBars, progress_bars, window_bars
+from ..progress import WindowBars, window_bars
 from ..types import Example
 from .defaults import INFERENCE_BATCH_SIZE
 from .forked_threads import register_fork_handler
+
+if TYPE_CHECKING:  # windows from training and tuning; an answer's are a WindowTable, and import no datasets
+    from datasets import Dataset
 
 # A child forked after a forward pass here would hang in its own first one with more than one thread.
 register_fork_handler()
@@ -95,7 +98,7 @@ def as_runner(model: BioMrcForQuestionAnswering | WindowRunner, precision: str |
 
 def run_windows(
     model: BioMrcForQuestionAnswering | WindowRunner,
-    features: Dataset,
+    features: Dataset | WindowTable,
     pad_token_id: int = 0,
     batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
@@ -103,7 +106,8 @@ def run_windows(
     bar: tqdm | None = None,
 ) -> WindowOutputs:
     """Forward every window of ``features`` (the windows as :mod:`bio_mrc.features` makes them: ``input_ids``, offsets
-    and masks, ``example_index``); windows are batched by length so padding costs little, ``batch_size`` windows a
+    and masks, ``example_index``; a ``Dataset`` of them, or a :class:`~bio_mrc.features.window_table.WindowTable`);
+    windows are batched by length so padding costs little, ``batch_size`` windows a
     forward pass, each padded with ``pad_token_id`` (the tokenizer's) to the longest of its batch.
     ``model`` is a PyTorch model (run in ``precision``, default auto) or any :class:`WindowRunner`
     (an ONNX Runtime session). ``bar`` counts the windows run (None: a bar of the call's own, shown with ``progress``)."""
@@ -112,10 +116,11 @@ def run_windows(
 
 
 def window_logits(
-    runner: WindowRunner, features: Dataset, pad_token_id: int, batch_size: int, progress: bool, bar: tqdm | None = None
+    runner: WindowRunner, features: Dataset | WindowTable, pad_token_id: int, batch_size: int, progress: bool,
+    bar: tqdm | None = None,
 ) -> dict[str, np.ndarray]:
     """Each head's logits of every window, padded to the longest window (-inf / 0 past a window's end)."""
-    inputs = RaggedColumn.columns_of(features, [name for name in ENCODER_INPUTS if name in features.column_names])
+    inputs = window_columns(features, [name for name in ENCODER_INPUTS if name in features.column_names])
     return input_logits(runner, inputs, pad_token_id, batch_size, progress, bar)
 
 
@@ -145,12 +150,12 @@ def input_logits(
     return arrays
 
 
-def window_outputs(features: Dataset, logits: Mapping[str, np.ndarray]) -> WindowOutputs:
+def window_outputs(features: Dataset | WindowTable, logits: Mapping[str, np.ndarray]) -> WindowOutputs:
     """The windows' offsets and masks, padded to the logits' width, around the logits of the model's heads
     (named as their registry entries name them; a head the model lacks is absent)."""
     some = next(iter(logits.values()), None)
     width = some.shape[1] if some is not None else 1
-    columns = RaggedColumn.columns_of(features, ["offset_mapping", "paragraph_mask", "word_offsets", "tag_mask"])
+    columns = window_columns(features, ["offset_mapping", "paragraph_mask", "word_offsets", "tag_mask"])
 
     def padded(name: str, fill: int, dtype) -> np.ndarray:
         return columns[name].padded(width=width, fill=fill, dtype=dtype)
@@ -186,8 +191,8 @@ def predict_windows(
     with contextlib.ExitStack() as held:
         if bars is None:
             bars = held.enter_context(window_bars(len(examples), progress))
-        with progress_bars(False):  # the windows bar counts the questions, in place of datasets' own bar
-            features = windows_in_memory(examples, tokenizer, feature_config, advance=bars.windows.update, alone=alone)
+        # numpy columns, not a datasets.Dataset: no datasets or pandas imported to answer (the windows bar counts the questions)
+        features = windows_in_table(examples, tokenizer, feature_config, advance=bars.windows.update, alone=alone)
         if data_name is not None:
             note_long_questions(features, examples, feature_config.max_query_length, data_name)
         inference = bars.cut(len(features))

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import datasets  # noqa: F401 (loaded before a progress_bars block opens: the training windows' map bar follows it)
 import torch
 from transformers import AutoConfig, PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.integrations import TensorBoardCallback
