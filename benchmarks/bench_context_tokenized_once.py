@@ -1,7 +1,7 @@
 """Several questions over one long context: each batch of questions tokenizing the context alone again, twice with
 word tags (its words, then its windows' slices; the windows before) against the context tokenized alone once
 (``ContextsAlone``), each way in a process of its own, which reports the CPU seconds and peak resident memory
-(``VmHWM``) of ``windows_in_memory`` alone (what ``predict``, ``extract`` and ``AnswerExtractor`` cut windows with), the
+(``VmHWM``) of ``windows_in_memory`` alone (the batches ``predict``, ``extract`` and ``AnswerExtractor`` cut, in a ``Dataset``), the
 times the context was tokenized, and a digest of the windows, which must agree.
 
 A context of ``--chars`` characters of random words fills a batch of its own (``questions_per_batch``), so each of the

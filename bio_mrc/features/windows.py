@@ -19,7 +19,7 @@ import hashlib
 import inspect
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 from transformers import PreTrainedTokenizerBase
@@ -255,10 +255,7 @@ def windows_in_memory(examples: Sequence[Example], tokenizer: PreTrainedTokenize
     import pyarrow as pa
     from datasets import Dataset
 
-    batch_size = questions_per_batch(examples) if batch_size is None else batch_size
-    alone = ContextsAlone() if alone is None else alone  # a context the next batch's questions ask too is tokenized once
-    tables = [_batch_table(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance, alone)
-              for begin in range(0, len(examples), batch_size)]
+    tables = [windows_table(batch) for batch in _windows_by_batch(examples, tokenizer, config, batch_size, advance, alone)]
     return Dataset(pa.concat_tables(tables), fingerprint=_examples_digest(examples).hexdigest()[:20])
 
 
@@ -271,12 +268,19 @@ def windows_in_table(examples: Sequence[Example], tokenizer: PreTrainedTokenizer
     :func:`windows_in_memory` takes them; no examples, no columns."""
     if not examples:
         return WindowTable({})
+    return WindowTable.joined([held_columns(batch) for batch in _windows_by_batch(examples, tokenizer, config, batch_size,
+                                                                                   advance, alone)])
+
+
+def _windows_by_batch(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig,
+                      batch_size: int | None, advance: Callable[[int], None] | None,
+                      alone: ContextsAlone | None) -> Iterator[dict[str, list[Any]]]:
+    """The windows of ``examples`` without targets, a batch of ``batch_size`` questions (None: :func:`questions_per_batch`)
+    at a time, as :func:`tokenize_windows` gives them; ``alone`` as :func:`windows_in_memory` takes it."""
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
     alone = ContextsAlone() if alone is None else alone  # a context the next batch's questions ask too is tokenized once
-    return WindowTable.joined([
-        held_columns(_batch_windows(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (),
-                                    advance, alone))
-        for begin in range(0, len(examples), batch_size)])
+    for begin in range(0, len(examples), batch_size):
+        yield _batch_windows(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance, alone)
 
 
 # The windows' list columns: their values' type, as datasets inferred it from the rows (its small integer types for
