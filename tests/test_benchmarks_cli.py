@@ -367,6 +367,8 @@ def bench_serve_clients(monkeypatch, shared_pool: bool) -> tuple[int, set]:
     import threading
     import time
 
+    from .test_serve import PromptServer  # uvicorn stopping within 10 ms of the load's end
+
     bench_serve = load_benchmark("bench_serve", monkeypatch)
     made, ports = [], set()
     original_init = httpx.AsyncClient.__init__
@@ -391,7 +393,7 @@ def bench_serve_clients(monkeypatch, shared_pool: bool) -> tuple[int, set]:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = PromptServer(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:

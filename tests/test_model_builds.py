@@ -192,13 +192,30 @@ def test_the_weight_checks_see_the_non_finite_values_a_folder_holds(tiny_encoder
         TrainedModel.load(folder, device="cpu")
 
 
-def test_a_build_waits_while_another_thread_builds_without_init(tiny_encoder_dir):
+class WatchedLock:
+    """The builds' lock, saying when a thread asks for it while another holds it."""
+
+    def __init__(self) -> None:
+        self.lock, self.asked_while_held = threading.RLock(), threading.Event()
+
+    def __enter__(self) -> "WatchedLock":
+        if not self.lock.acquire(blocking=False):
+            self.asked_while_held.set()
+            self.lock.acquire()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.lock.release()
+
+
+def test_a_build_waits_while_another_thread_builds_without_init(tiny_encoder_dir, monkeypatch):
     """Skipping initialisation replaces torch's init functions for the whole process: a build of the package's in
     another thread meanwhile waits for it, and draws what it draws alone."""
     config = BioMrcConfig(encoder=BertConfig.from_pretrained(tiny_encoder_dir).to_dict(), heads="span+bio")
     torch.manual_seed(11)
     alone = state(BioMrcForQuestionAnswering(config))
-    skipping, release, built = threading.Event(), threading.Event(), {}
+    skipping, release, built, lock = threading.Event(), threading.Event(), {}, WatchedLock()
+    monkeypatch.setattr(builds, "_BUILDS", lock)
 
     def skip():
         with builds.meta_build():
@@ -214,8 +231,8 @@ def test_a_build_waits_while_another_thread_builds_without_init(tiny_encoder_dir
     skipping.wait(10)
     builder = threading.Thread(target=build)
     builder.start()
-    builder.join(0.5)  # long enough for the tiny build, were it not waiting
-    waited = builder.is_alive()
+    asked = lock.asked_while_held.wait(10)  # the build has come to the lock the skipping one holds (events, not times)
+    waited = asked and not built and builder.is_alive()
     release.set()
     holder.join(10), builder.join(10)
     assert waited

@@ -85,6 +85,27 @@ class PromptServer(uvicorn.Server):
                 if self.should_exit:
                     break
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's shutdown, looking every 10 ms for the connections and tasks to end, where uvicorn sleeps 100 ms
+        first and then looks every 100 ms: the same steps in the same order, each test's server stopped sooner."""
+        for listener in self.servers:
+            listener.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+                while (self.server_state.connections or self.server_state.tasks) and not self.force_exit:
+                    await asyncio.sleep(0.01)
+                for listener in self.servers:
+                    await listener.wait_closed()
+        except TimeoutError:
+            for task in self.server_state.tasks:
+                task.cancel()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
 
 @contextlib.contextmanager
 def running(app, **settings):

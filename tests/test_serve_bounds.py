@@ -490,7 +490,10 @@ def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, 
             left.cancel()  # while its first chunk runs
             await asyncio.sleep(0)
             release.set()
-            await asyncio.sleep(0.4)  # that pass ends; nothing of it runs after
+            deadline = time.monotonic() + 30
+            while not passes or scheduler.passes.has_waiting:  # that pass ends, and nothing of it waits to run after
+                assert time.monotonic() < deadline, "the held pass never ended or the queue never drained"
+                await asyncio.sleep(0.005)
             return await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
         finally:
             release.set()
@@ -565,13 +568,12 @@ SHORT_QUESTIONS = [("Who wrote it?", "Newton wrote it."), ("What did Newton writ
                    ("Where was he?", "He lived in Cambridge."), ("When?", "It was 1687."), ("Who?", "Halley paid.")]
 
 
-def counted_reads(monkeypatch, seconds=0.0):
-    """Reading steps that take ``seconds`` more; the questions each read, in order."""
+def counted_reads(monkeypatch):
+    """The questions each reading step read, in order."""
     reads = []
     real = answering_module.question_windows
 
     def reading(trained, questions, requests, read=None):
-        time.sleep(seconds)
         reads.append([question[0].question for question in questions])
         return real(trained, questions, requests, read)
 
@@ -607,10 +609,39 @@ def test_short_questions_waiting_together_are_read_in_one_step_and_run_in_one_pa
 
 
 def test_questions_asked_while_others_are_read_join_their_forward_pass(extractor, monkeypatch):  # noqa: F811
-    """The first question is read alone (0.2 s); two more come meanwhile. Its forward pass, not full, waits for their
-    reading (it is pending, and within --max-wait-ms) and runs all three at once."""
-    passes, reads = slowed_passes(monkeypatch, [0.0]), counted_reads(monkeypatch, 0.2)
-    answers = ask_all(extractor, ServeConfig(max_batch_size=8, max_wait_ms=300), [0.0, 0.35, 0.35])
+    """The first question is read alone, its reading held until two more are queued, and 0.25 s more. Its forward
+    pass, not full, waits for their reading (it is pending, and within --max-wait-ms) and runs all three at once.
+    Each step waits up to --max-wait-ms from its first item's arrival: the two questions' reading falls due 0.25 s
+    before the first one's pass would, room for a loaded machine to wake the worker late (with both due, the pass
+    would go first)."""
+    passes, reads = slowed_passes(monkeypatch, [0.0]), counted_reads(monkeypatch)
+    reading, release, real = threading.Event(), threading.Event(), answering_module.question_windows
+
+    def held(*args, **kwargs):
+        if not reading.is_set():
+            reading.set()
+            release.wait(10)  # released once the others are queued, or the test has failed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(answering_module, "question_windows", held)
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=8, max_wait_ms=300))
+        await scheduler.start()
+        ask = [asyncio.ensure_future(scheduler.answer(question(extractor, *pair), pair)) for pair in SHORT_QUESTIONS[:1]]
+        try:
+            await until_set(reading, "the first question was never read")
+            ask += [asyncio.ensure_future(scheduler.answer(question(extractor, *pair), pair)) for pair in SHORT_QUESTIONS[1:3]]
+            await asyncio.sleep(0)  # they are queued, to be read, while the first reading runs
+            assert scheduler.windows.has_waiting
+            await asyncio.sleep(0.25)
+            release.set()
+            return await asyncio.gather(*ask)
+        finally:
+            release.set()
+            await scheduler.stop()
+
+    answers = asyncio.run(main())
     texts = [text for text, _ in SHORT_QUESTIONS[:3]]
     assert reads == [texts[:1], texts[1:]]
     assert [sorted(text for text, _ in ran) for ran in passes] == [sorted(texts)]

@@ -376,7 +376,8 @@ def test_a_refusal_lingering_when_the_server_stops_is_closed_at_once(extractor, 
 
 
 def test_an_idle_connection_is_closed_after_the_keep_alive_time(extractor):  # noqa: F811
-    with serving(extractor, keep_alive_s=0.3) as url, socket.create_connection(address(url), timeout=10) as sock:
+    """The keep-alive's time counts from the response's end, so however short it is the answer comes first."""
+    with serving(extractor, keep_alive_s=0.1) as url, socket.create_connection(address(url), timeout=10) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
         data, seconds = read_until_closed(sock)
     assert data.startswith(b"HTTP/1.1 200 ") and seconds < 3
@@ -400,11 +401,23 @@ def test_a_whole_head_past_max_head_bytes_is_a_431_however_it_arrives(extractor,
     than --max-head-bytes were still coming): it was answered, the limit holding only for a head still arriving."""
     head = b"GET /health HTTP/1.1\r\nHost: localhost\r\nx-long: " + b"a" * 5000 + b"\r\n\r\n"
     cuts = [2000 * piece // pieces for piece in range(pieces)] + [len(head)]  # those before the last hold 2,000 bytes in all
-    with serving(extractor, max_head_bytes=2048, head_timeout_s=60) as url, socket.create_connection(address(url), timeout=10) as sock:
+    config = ServeConfig(max_head_bytes=2048, head_timeout_s=60)
+    settings, handed = server.connection_settings(config), threading.Semaphore(0)
+
+    class Handed(settings["http"]):
+        """The server's protocol, saying each time it has taken what its client sent: each piece is sent once the one
+        before has been taken, so each is read apart (events, not times)."""
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            handed.release()
+
+    app = create_app(extractor, config)
+    with running(app, **{**settings, "http": Handed}) as url, socket.create_connection(address(url), timeout=10) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for begin, end in zip(cuts, cuts[1:]):
             sock.sendall(head[begin:end])
-            time.sleep(0.05)
+            assert handed.acquire(timeout=10), "the server took nothing of a piece"
         data, _ = read_until_closed(sock)
         assert httpx.get(url + "/health", headers={"x-long": "a" * 1000}, timeout=10).status_code == 200
     detail = "the request line and headers pass 2048 bytes: send shorter ones"
