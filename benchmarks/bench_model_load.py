@@ -2,7 +2,8 @@
 first): the wall and CPU seconds of the first load in a fresh process (the folder checks build the model's shapes once a
 process) and of each later load of the same folder, the CPU seconds of the model's build on the meta device that each
 load runs (the fastest of 20 a process), and with ``--old-tree`` the same loads by the package of another
-checkout, alternating, with a check that both load the same values (a digest of every tensor).
+checkout, alternating, with a check that both load the same model (a digest of every tensor and of the tokenizer's
+output on a question and a context).
 
 The models are built here: the default encoder (all-MiniLM-L6-v2, embedded) with fresh span and BIO heads, and a
 random 2-layer BERT with both heads (H=32), each saved with its tokenizer; ``--model DIR`` measures a folder of one's own.
@@ -26,7 +27,7 @@ import _common
 NAME = "model_load"
 
 # Load one folder `loads` times in this process; print each load's wall and CPU seconds, the CPU seconds of the model's
-# build on the meta device within a load (the fastest of 20), and a digest of the values loaded.
+# build on the meta device within a load (the fastest of 20), and a digest of the values loaded and the tokenizer's output.
 CHILD = """
 import hashlib, json, sys, time
 import bio_mrc
@@ -48,6 +49,8 @@ digest = hashlib.sha256()
 for name, tensor in sorted(trained.model.state_dict().items()):
     digest.update(name.encode())
     digest.update(tensor.detach().contiguous().numpy().tobytes())
+probe = trained.tokenizer("Who wrote the notes?", "The notes were written by Ada Lovelace in 1843.", return_offsets_mapping=True)
+digest.update(json.dumps(dict(probe), sort_keys=True).encode())  # the tokenizer's output: ids, types, mask, offsets
 print(json.dumps({"seconds": seconds, "build": min(builds), "digest": digest.hexdigest(), "package": bio_mrc.__file__}))
 """
 
@@ -111,7 +114,7 @@ def measure(name: str, model: Path, ways: dict[str, str | None], repeats: int, l
             builds[way].append(done["build"])
             digests.add(done["digest"])
     if len(digests) != 1:
-        _common.fail(f"{model}: the packages loaded different values")
+        _common.fail(f"{model}: the packages loaded different values or tokenizers")
     return [
         {
             "model": name,
@@ -140,7 +143,7 @@ def print_table(rows: list[dict]) -> None:
             print(
                 f"\n{model}: old / ours CPU seconds, first load {old['first cpu'] / ours['first cpu']:.2f}x, "
                 f"later loads {old['later cpu'] / ours['later cpu']:.2f}x, the build on meta {old['build cpu'] / ours['build cpu']:.2f}x; "
-                "the same values loaded"
+                "the same values and tokenizer output loaded"
             )
 
 

@@ -6,7 +6,7 @@ import functools
 import inspect
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -464,19 +464,38 @@ def encoder_dropout_unset(encoder_config: PreTrainedConfig, kind: str) -> str:
 
 def check_weight_values(model: torch.nn.Module, where: str) -> None:
     """Refuse weights holding NaN or infinite values (they answer "" to every question without a word) or values no
-    trained encoder holds (a corrupt file)."""
-    if broken := non_finite_weights(model):
+    trained encoder holds (a corrupt file). One reduction of each tensor (:func:`value_range`) answers both."""
+    reduced = _reduced_once()
+    if broken := _non_finite(model, reduced):
         raise ModelFormatError(f"its weights hold NaN or infinite values ({first_few(broken)})", where)
     floats = [(name, tensor) for name, tensor in model.state_dict().items() if tensor.is_floating_point() and tensor.numel()]
-    if huge := [name for name, tensor in floats if max(map(abs, value_range(tensor))) > MAX_WEIGHT_MAGNITUDE]:
+    if huge := [name for name, tensor in floats if max(map(abs, reduced(tensor))) > MAX_WEIGHT_MAGNITUDE]:
         raise ModelFormatError(f"its weights hold values beyond ±{MAX_WEIGHT_MAGNITUDE:g} ({', '.join(huge[:3])}), which no "
                                "trained encoder holds: a corrupt file?", where)
 
 
 def non_finite_weights(model: torch.nn.Module) -> list[str]:
     """The names of the parameters and buffers holding NaN or infinity (a diverged training run), in order."""
+    return _non_finite(model, value_range)
+
+
+def _non_finite(model: torch.nn.Module, reduced: Callable[[torch.Tensor], tuple[float, float]]) -> list[str]:
     named = [*model.named_parameters(), *model.named_buffers()]
-    return [name for name, tensor in named if tensor.is_floating_point() and not all(map(math.isfinite, value_range(tensor)))]
+    return [name for name, tensor in named if tensor.is_floating_point() and not all(map(math.isfinite, reduced(tensor)))]
+
+
+def _reduced_once() -> Callable[[torch.Tensor], tuple[float, float]]:
+    """:func:`value_range`, each tensor's kept by the values it views (a parameter, its detached copy in the state dict
+    and a tied weight's other names read the same): every tensor of a model is reduced once however often it is asked."""
+    ranges: dict[tuple, tuple[float, float]] = {}
+
+    def reduced(tensor: torch.Tensor) -> tuple[float, float]:
+        key = (tensor.device, tensor.data_ptr(), tensor.dtype, tuple(tensor.shape), tensor.stride())
+        if key not in ranges:
+            ranges[key] = value_range(tensor)
+        return ranges[key]
+
+    return reduced
 
 
 def value_range(tensor: torch.Tensor) -> tuple[float, float]:

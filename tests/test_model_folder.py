@@ -82,6 +82,100 @@ def test_loading_parses_config_json_once_for_its_checks_and_the_model(saved_mode
     assert trained.thresholds == {"span": math.inf}
 
 
+
+def package_opens(monkeypatch, folder: Path, names: tuple[str, ...]) -> dict[str, int]:
+    """Counts, by file name, the opens of ``names`` in ``folder`` made by the package's own code (the first frame
+    outside the standard library's file reading is one of bio_mrc's): transformers' and tokenizers' reads are theirs."""
+    import builtins
+    import io
+    import traceback
+
+    import bio_mrc
+
+    package, opened, real_open = Path(bio_mrc.__file__).parent, {name: 0 for name in names}, io.open
+
+    def counting_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and Path(file).parent == folder and Path(file).name in names:
+            caller = next(frame for frame in reversed(traceback.extract_stack()[:-1])
+                          if Path(frame.filename).name not in ("pathlib.py", "io.py", "codecs.py"))
+            opened[Path(file).name] += Path(caller.filename).is_relative_to(package)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(io, "open", counting_open)
+    return opened
+
+
+def test_loading_reads_the_weights_header_and_parses_tokenizer_json_once(saved_model, tmp_path, monkeypatch):
+    """The folder checks read the safetensors header twice (the files checked, then the shapes fitted to the config) and
+    the package parsed tokenizer.json twice (its ids checked, then the frame of a window); each is read once now and
+    handed on. transformers' and tokenizers' own reads are theirs. The model loaded is the same."""
+    folder = copy_of(saved_model, tmp_path)
+    before = TrainedModel.load(folder, device="cpu")
+    opened = package_opens(monkeypatch, folder, ("model.safetensors", "tokenizer.json"))
+    trained = TrainedModel.load(folder, device="cpu")
+    monkeypatch.undo()
+    assert opened == {"model.safetensors": 1, "tokenizer.json": 1}
+    assert trained.model.state_dict().keys() == before.model.state_dict().keys()
+    assert all(trained.model.state_dict()[name].equal(tensor) for name, tensor in before.model.state_dict().items())
+    probe = ("Who wrote the notes?", "The notes were written by Ada Lovelace in 1843.")
+    assert trained.tokenizer(*probe, return_offsets_mapping=True) == before.tokenizer(*probe, return_offsets_mapping=True)
+
+
+def _with_raw_header(path: Path, text: bytes) -> None:
+    """Replace a safetensors file's header with ``text`` (the tensors' bytes stay where they are)."""
+    data = path.read_bytes()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data[8 + int.from_bytes(data[:8], "little") :])
+
+
+def _shift_to_start(header: dict) -> None:
+    """The smallest tensor's bytes moved over the first tensor's: two tensors overlap."""
+    name = min((n for n in header if n != "__metadata__"), key=lambda n: header[n]["data_offsets"][1] - header[n]["data_offsets"][0])
+    header[name]["data_offsets"] = [0, header[name]["data_offsets"][1] - header[name]["data_offsets"][0]]
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda p: _with_raw_header(p, b"[1, 2]"), r"^model.safetensors: its header is not a JSON object \(a corrupt file\?\) \(in "),
+    (lambda p: _with_header(p, lambda h: h["bio_head.classifier.bias"].update(dtype="F7")),
+     r'^model.safetensors: tensor "bio_head.classifier.bias" has a corrupt header entry \(in '),
+    (lambda p: _with_header(p, lambda h: h["bio_head.classifier.bias"].update(shape=[4])),
+     r'^model.safetensors: tensor "bio_head.classifier.bias": its bytes do not match its shape \[4\] \(a corrupt file\?\) \(in '),
+    (lambda p: _with_header(p, _shift_to_start), r"^model.safetensors: its tensors overlap or leave gaps \(a corrupt file\?\) \(in "),
+])
+def test_each_corrupt_weights_header_is_refused_in_its_own_line(saved_model, tmp_path, damage, match):
+    folder = copy_of(saved_model, tmp_path)
+    damage(folder / "model.safetensors")
+    refused(folder, match)
+
+
+def test_an_index_naming_a_tensor_no_shard_holds_is_refused(saved_model, tmp_path):
+    folder = copy_of(saved_model, tmp_path)
+    shard = "model-00001-of-00001.safetensors"
+    (folder / "model.safetensors").rename(folder / shard)
+    names = [name for name in json.loads(_header_bytes(folder / shard)) if name != "__metadata__"]
+    weight_map = {**{name: shard for name in names}, "ghost.weight": shard}
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    refused(folder, r"^model.safetensors.index.json: names tensors no shard holds: ghost.weight \(in ")
+
+
+def _header_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    return data[8 : 8 + int.from_bytes(data[:8], "little")]
+
+
+def test_a_tokenizer_of_no_tokens_or_too_many_bytes_is_refused(saved_model, tmp_path, monkeypatch):
+    import bio_mrc.model_folder.tokenizer_checks as tokenizer_checks
+
+    folder = copy_of(saved_model, tmp_path)
+    size = (folder / "tokenizer.json").stat().st_size
+    monkeypatch.setattr(tokenizer_checks, "MAX_TOKENIZER_BYTES", size - 1)
+    refused(folder, rf"^tokenizer.json: {size:,} bytes, more than {size - 1:,} \(in ")
+    monkeypatch.undo()
+    (folder / "tokenizer_config.json").unlink()  # its special tokens would be named first as no tokens of the vocabulary
+    (folder / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": {"type": "WordLevel", "vocab": {}, "unk_token": "[UNK]"}}))
+    refused(folder, r"^tokenizer.json: holds no tokens \(in ")
+
 # --- the weights ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("damage, match", [

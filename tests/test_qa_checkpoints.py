@@ -27,6 +27,7 @@ from bio_mrc.qa_checkpoints import qa_architecture, qa_windows, span_model_from_
 
 from .conftest import SAMPLE_V1, offline_hub, untrained_model_folder
 from .test_encoder_families import FAMILIES
+from .test_model_folder import package_opens
 
 QA_FAMILIES = ["distilbert", "roberta", "xlm-roberta", "albert", "electra", "deberta-v2", "mpnet"]
 CONTEXT = "Rollo ruled Normandy. Later, William ruled England and Normandy."
@@ -58,6 +59,18 @@ def trained_qa_dir(trained_dir, tmp_path_factory) -> Path:  # noqa: F811
     qa.save_pretrained(str(folder))
     AutoTokenizer.from_pretrained(str(trained_dir)).save_pretrained(str(folder))
     return folder
+
+
+def test_loading_a_qa_model_reads_its_weights_header_once(tiny_encoder_dir, tmp_path, monkeypatch):
+    """The checks of a QA model's folder read its safetensors header twice (the weights fitted to its class, then the
+    files convert checks); once now, handed on."""
+    folder = random_qa_model("distilbert", tiny_encoder_dir, tmp_path / "qa")
+    before = TrainedModel.load(folder, device="cpu").model.state_dict()
+    opened = package_opens(monkeypatch, folder, ("model.safetensors",))
+    after = TrainedModel.load(folder, device="cpu").model.state_dict()
+    monkeypatch.undo()
+    assert opened == {"model.safetensors": 1}
+    assert after.keys() == before.keys() and all(after[name].equal(tensor) for name, tensor in before.items())
 
 
 @pytest.mark.parametrize("family", QA_FAMILIES)

@@ -65,3 +65,28 @@ def test_a_value_past_the_magnitude_no_encoder_holds_is_refused_and_one_at_it_is
         model.first.weight[2, 3] = -2 * MAX_WEIGHT_MAGNITUDE
     with pytest.raises(ModelFormatError, match=r"beyond ±1e\+06 \(first\.weight\)"):
         check_weight_values(model, "here")
+
+
+class _Tied(_Weights):
+    def __init__(self) -> None:
+        super().__init__()
+        self.second = torch.nn.Linear(4, 3)
+        self.second.weight = self.first.weight  # one tensor under two names
+
+
+def test_each_tensor_is_reduced_once_for_both_checks(monkeypatch):
+    """check_weight_values reduced every tensor twice, once for NaN and infinity and once for its magnitude; one
+    reduction answers both, the names in each refusal as before: a tied tensor once, however many names it has."""
+    model, reductions, aminmax = _Tied(), [], torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda tensor: reductions.append(tensor.shape) or aminmax(tensor))
+    check_weight_values(model, "here")
+    assert sorted(reductions) == sorted([(3, 4), (3,), (3,), (3,)])  # first.weight (second's too), the biases, scale
+    with torch.no_grad():
+        model.first.weight[0, 0] = 3e37
+    with pytest.raises(ModelFormatError, match=r"beyond ±1e\+06 \(first\.weight, second\.weight\)"):
+        check_weight_values(model, "here")
+    with torch.no_grad():
+        model.first.weight[0, 0] = float("nan")
+        model.scale[0] = float("inf")
+    with pytest.raises(ModelFormatError, match=r"NaN or infinite values \(first\.weight, scale\)"):
+        check_weight_values(model, "here")

@@ -74,11 +74,14 @@ from .qa_files import (
 from .backends import (
     BACKENDS, ExportBesideWeightsWarning, check_pytorch_folder, model_backend, warn_export_beside_weights
 )
-from .folder_checks import check_exportable, check_loadable, check_model_dir, check_model_files, check_model_folder
+from .folder_checks import (
+    CheckedFolder, check_exportable, check_loadable, check_model_dir, check_model_files, check_model_folder,
+    checked_model_folder
+)
 
 __all__ = [
     "ATOMIC_MODEL_FILES", "BACKENDS", "BIDIRECTIONAL_CAUSAL_LM_TYPES", "BIDIRECTIONAL_ONLY", "BIO_MRC_MODEL_TYPE",
-    "BIO_MRC_QA_CLASS", "CARD_FILE", "CONVERT_STAGING_DIR", "DTYPES", "DTYPE_BYTES", "ENCODER_RATES", "EXPORT_FILE",
+    "BIO_MRC_QA_CLASS", "CARD_FILE", "CONVERT_STAGING_DIR", "CheckedFolder", "DTYPES", "DTYPE_BYTES", "ENCODER_RATES", "EXPORT_FILE",
     "EXPORT_STAGING_DIR", "ExportBesideWeightsWarning", "FLAG", "FLAG_OR_NULL", "FLOAT_DTYPES", "FRAME_PROBE",
     "MAX_CONFIG_BYTES", "MAX_SAFETENSORS_HEADER", "MAX_SETTING", "MAX_TOKENIZER_BYTES", "MAX_WEIGHT_MAGNITUDE",
     "MODEL_FILE_NAMES", "NOT_FITTED", "ONNX_FILE", "PICKLED_WEIGHTS", "QA_HEADS", "QA_TOKENIZER_FILES", "READ_FILES",
@@ -90,7 +93,7 @@ __all__ = [
     "check_head_settings", "check_loadable", "check_model_dir", "check_model_files", "check_model_folder",
     "check_model_type_named", "check_onnx", "check_plain_direction", "check_plain_sizes", "check_pytorch_folder",
     "check_qa_files", "check_reads_both_ways", "check_records", "check_settings", "check_sizes", "check_tokenizer",
-    "check_weights_fit", "check_weights_present", "check_window_frame", "checked_record", "decoder_only",
+    "check_weights_fit", "check_weights_present", "check_window_frame", "checked_model_folder", "checked_record", "decoder_only",
     "expected_shapes", "fail", "foreign_model", "is_finite_number", "is_model_temporary", "is_plain_int",
     "meta_build", "model_backend", "non_finite_as", "not_a_file", "one_build", "pickled_weight_files", "qa_architecture",
     "qa_model_architecture", "read_config", "read_json_object", "remove_model_temporaries", "remove_replaced_model_files", "safetensors_shapes",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,15 +28,32 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     (a ``PreTrainedModel`` class) adds the check that the weights are exactly those it builds from the config;
     ``onnx`` checks ``model.onnx`` instead of PyTorch weights. ``read``: its ``config.json`` as the caller parsed it
     already (:func:`read_json_object`), which is then not read again."""
+    return checked_model_folder(folder, model_class, tokenizer_required, onnx, read).config
+
+
+@dataclass(frozen=True)
+class CheckedFolder:
+    """What the checks of a model folder read, handed on so that loading reads none of it again: ``config``, its
+    ``config.json``; ``shapes``, each saved tensor's :class:`~bio_mrc.model_folder.weights.Shape` from the safetensors
+    headers (None for an ONNX export); ``tokenizer``, ``tokenizer.json`` as ``tokenizers`` parsed it (None where the
+    folder has none), for :func:`~bio_mrc.model_folder.tokenizer_checks.check_window_frame`."""
+
+    config: dict[str, Any]
+    shapes: dict[str, tuple[int, ...]] | None
+    tokenizer: Any
+
+
+def checked_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,
+                         onnx: bool = False, read: dict[str, Any] | None = None) -> CheckedFolder:
+    """:func:`check_model_folder`, returning what its checks read (:class:`CheckedFolder`): each file is read once."""
     folder = Path(folder)
-    config = check_model_files(folder, tokenizer_required, onnx, read)
-    encoder = config["encoder"]
-    check_encoder_classes(encoder, folder)
+    checked = _checked_files(folder, tokenizer_required, onnx, read)
+    check_encoder_classes(checked.config["encoder"], folder)
     if onnx:
-        check_onnx(folder, config)
+        check_onnx(folder, checked.config)
     elif model_class is not None:
-        check_weights_fit(folder, weight_shapes(folder), expected_shapes(model_class, config, folder))
-    return config
+        check_weights_fit(folder, checked.shapes, expected_shapes(model_class, checked.config, folder))
+    return checked
 
 
 def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool = False,
@@ -44,6 +62,11 @@ def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool 
     the files' kinds, ``config.json`` (a bio_mrc model's, its encoder's type named and reading both ways, its sizes and
     settings), the records, the weights' safetensors headers (not for ``onnx``) and the tokenizer files
     (``tokenizer.json`` where one is ``tokenizer_required``). Returns the config."""
+    return _checked_files(folder, tokenizer_required, onnx, read).config
+
+
+def _checked_files(folder: Path, tokenizer_required: bool, onnx: bool, read: dict[str, Any] | None) -> CheckedFolder:
+    """:func:`check_model_files`, returning what it read."""
     check_file_kinds(folder)
     config = read_config(folder, read)
     check_model_type_named(config["encoder"], folder)
@@ -55,10 +78,8 @@ def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool 
         check_weights_present(folder)
     if tokenizer_required and not (folder / TOKENIZER_FILE).is_file():
         raise fail(folder, TOKENIZER_FILE, TOKENIZER_MISSING)
-    if not onnx:
-        weight_shapes(folder)  # a cut-short or corrupt file, read from its header alone
-    check_tokenizer(folder, encoder["vocab_size"], tokenizer_required)
-    return config
+    shapes = None if onnx else weight_shapes(folder)  # a cut-short or corrupt file, read from its header alone
+    return CheckedFolder(config, shapes, check_tokenizer(folder, encoder["vocab_size"], tokenizer_required))
 
 
 def check_loadable(folder: Path, name: str | Path, backend: str = "auto", precision: str | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from ..errors import ModelFormatError
 from ..transformers_registration import MODEL_TYPE
@@ -42,10 +43,11 @@ def check_convertible(folder: Path, name: str | Path) -> str:
 QA_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 
 
-def check_qa_files(folder: Path) -> None:
+def check_qa_files(folder: Path, shapes: Mapping[str, tuple[int, ...]] | None = None) -> None:
     """A QA model folder holds the files a conversion reads, checked without torch: a ``config.json`` naming its
     ``model_type`` with sizes in bounds and reading both ways, safetensors weights whose headers parse, and a tokenizer of
-    its own whose files parse (``tokenizer.json``'s ids within ``vocab_size``)."""
+    its own whose files parse (``tokenizer.json``'s ids within ``vocab_size``). ``shapes``: the weights' shapes as the
+    caller read them from those headers already (:func:`weight_shapes`), which are then not read again."""
     config = special_floats(read_json_object(folder, "config.json"))
     check_model_type_named(config, folder, where="")
     check_plain_sizes({"encoder": config}, folder, where="")
@@ -53,7 +55,8 @@ def check_qa_files(folder: Path) -> None:
     check_weights_present(folder)
     if not any((folder / name).is_file() for name in QA_TOKENIZER_FILES):
         raise ModelFormatError(f"no tokenizer ({', '.join(QA_TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
-    weight_shapes(folder)
+    if shapes is None:
+        weight_shapes(folder)
     check_tokenizer(folder, config.get("vocab_size", SIZE_LIMITS["vocab_size"]), required=False)
 
 

@@ -22,10 +22,11 @@ TEMPLATE_TOKEN_KEYS = ("cls_token", "sep_token")
 FRAME_PROBE = ("Who wrote it?", "Ada wrote it.")  # a question and a context, as a window frames them
 
 
-def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> None:
+def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Any:
     """``tokenizer.json`` exists (where required), parses and maps only to ids the encoder has; the special
     tokens the other tokenizer files name are token texts in it (one that is not would be added past the vocabulary),
-    and their ``cls_token`` and ``sep_token`` those its post-processor puts in every window."""
+    and their ``cls_token`` and ``sep_token`` those its post-processor puts in every window. Returns ``tokenizer.json``
+    as ``tokenizers`` parsed it (a ``tokenizers.Tokenizer``, for :func:`check_window_frame`), or None where there is none."""
     settings = {name: read_json_object(folder, name) for name in TOKENIZER_JSON_FILES if (folder / name).is_file()}
     _check_model_max_length(settings.get("tokenizer_config.json", {}), folder)
     _check_tokenizer_settings(settings.get("tokenizer_config.json", {}), folder)
@@ -33,7 +34,7 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
     if not path.is_file():
         if required:
             raise fail(folder, TOKENIZER_FILE, TOKENIZER_MISSING)
-        return
+        return None
     tokenizer = _read_tokenizer(folder)
     vocabulary = _check_token_ids(folder, tokenizer, vocab_size)
     template = _template_tokens(tokenizer)
@@ -43,6 +44,7 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
                 raise fail(folder, name, f"{key} {json_value(token)} is not in {TOKENIZER_FILE}'s vocabulary "
                                          "(it would be added with an id past the model's)")
         _check_special_values(folder, name, values, template)
+    return tokenizer
 
 
 def _read_tokenizer(folder: Path) -> Any:
@@ -107,18 +109,21 @@ def _processor_tokens(processor: Any) -> list[str]:
     return found + [pair[0] for pair in (processor.get("cls"), processor.get("sep")) if isinstance(pair, list) and pair]
 
 
-def check_window_frame(folder: str | Path, tokenizer: Any) -> None:
+def check_window_frame(folder: str | Path, tokenizer: Any, saved: Any = None) -> None:
     """The tokenizer transformers builds from ``folder`` frames a question and a context with the special tokens
     ``tokenizer.json``'s post-processor places, those the model was trained with: its tokenizer classes rebuild the
     frame from ``tokenizer_config.json``'s ``cls_token`` and ``sep_token``, so two swapped there (each still one of
-    the frame's tokens) put ``[SEP]`` where the no-answer score is read and every answer moves."""
+    the frame's tokens) put ``[SEP]`` where the no-answer score is read and every answer moves. ``saved``:
+    ``tokenizer.json`` as :func:`check_tokenizer` parsed it already, which is then not read again (its padding and
+    truncation are turned off here)."""
     folder = Path(folder)
     if not (folder / TOKENIZER_FILE).is_file():
         return
-    from tokenizers import Tokenizer
+    if saved is None:
+        from tokenizers import Tokenizer
 
-    # read here, not by tokenizers: it opens a path as UTF-8, not in the locale's file-name encoding
-    saved = Tokenizer.from_str((folder / TOKENIZER_FILE).read_bytes().decode("utf-8"))
+        # read here, not by tokenizers: it opens a path as UTF-8, not in the locale's file-name encoding
+        saved = Tokenizer.from_str((folder / TOKENIZER_FILE).read_bytes().decode("utf-8"))
     saved.no_padding()
     saved.no_truncation()
     trained = saved.encode(*FRAME_PROBE).ids
