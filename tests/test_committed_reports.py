@@ -1,18 +1,26 @@
-"""The committed reports (``benchmarks/reports/**/report.json[.xz]``) re-read and re-tested: each cell's score
-is the mean of its per-question scores, the Markdown report shows the same scores, and the learning curve's
-trend follows from its gaps."""
+"""The committed reports (``benchmarks/reports/**/report.json[.xz]``) re-read and re-tested: each reads as typed
+records that write back the JSON it stores, each cell's score is the mean of its per-question scores, the Markdown
+report shows the same scores, and the learning curve's trend follows from its gaps. Each report is read once for
+every test of it (a large one takes a second)."""
 
 from __future__ import annotations
 
+import json
+import lzma
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bio_mrc import registry
+from bio_mrc.harness.data_set_records import DataSetSummary
 from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.learning_curve import gap_trend, learning_curve_section
+from bio_mrc.harness.learning_curve_records import LearningCurve
 from bio_mrc.harness.report import _score_table
+from bio_mrc.harness.results import Cell, ComparisonResults, upgrade_report
+from bio_mrc.harness.selective_records import SelectiveSummary
+from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey, Contrast, Row
 from bio_mrc.metrics.multispan_official import metrics_from_counts
 from bio_mrc.metrics.stats import paired_bootstrap, two_level_bootstrap
 
@@ -27,7 +35,41 @@ def test_the_main_reports_are_committed_with_their_data():
 
 @pytest.fixture(scope="module", params=REPORT_FILES, ids=lambda path: path.parent.name)
 def committed(request):
+    """A committed report as ``read_report`` types it and its ``report.md``, read once for every test of it: read only."""
     return read_report(request.param), (request.param.parent / "report.md").read_text(encoding="utf-8")
+
+
+def _stored_json(path: Path) -> dict:
+    """The report's JSON as stored, read by ``json`` alone (not by the package's reader)."""
+    with (lzma.open if path.suffix == ".xz" else open)(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _set(mapping: dict) -> dict:
+    return {key: value for key, value in mapping.items() if value is not None}
+
+
+def test_every_committed_report_reads_as_typed_records_that_write_back_the_same(committed, request):
+    report, _ = committed
+    path = request.node.callspec.params["committed"]
+    assert isinstance(report.results, ComparisonResults) and all(isinstance(cell, Cell) for cell in report.results.cells)
+    assert report.results.eval["task"] in ("squad-v1.1", "squad-v2.0", "multispanqa")
+    assert all(isinstance(score, np.ndarray) for cell in report.results.cells for score in (cell.f1, cell.counts) if score is not None)
+    stored = upgrade_report(_stored_json(path), str(path))
+    assert report.to_json() == {**_set(stored), "cells": [_set(cell) for cell in stored["cells"]]}
+    summary = report.summary
+    assert all(isinstance(row, Row) and isinstance(row.cell, CellKey) for row in summary.rows)
+    assert all(isinstance(c, Contrast) for c in [*summary.contrasts, *summary.comparisons])
+    assert all(isinstance(key, CellKey) for key in summary.intervals) and isinstance(summary.baseline, CellKey)
+    for name, record in (("selective", SelectiveSummary), ("always_abstain", AgainstAbstaining), ("learning_curve", LearningCurve)):
+        assert getattr(summary, name) is None or isinstance(getattr(summary, name), record), name
+    assert all(isinstance(part, DataSetSummary) and all(isinstance(row.cell, CellKey) for row in part.rows) for part in summary.data_sets or [])
+    assert all(
+        isinstance(key, CellKey)
+        for key in [*(summary.selective.cells if summary.selective else ()), *(summary.always_abstain.cells if summary.always_abstain else ())]
+    )
+    # the summary's records write its JSON back key for key, in order: the same numbers, the same text
+    assert json.dumps(summary.to_json()) == json.dumps(stored["summary"])
 
 
 def _cell_scores(cell):

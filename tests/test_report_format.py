@@ -17,16 +17,15 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, upgrade_report
 from bio_mrc.harness.saved_report import SavedReport
-from bio_mrc.harness.data_set_records import DataSetSummary
 from bio_mrc.harness.learning_curve_records import LearningCurve
-from bio_mrc.harness.selective_records import SelectiveSummary
-from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey, Contrast, Row, Summary
+from bio_mrc.harness.summary_records import CellKey, Summary
 
 REPORT_FILES = sorted((Path(__file__).parents[1] / "benchmarks" / "reports").glob("*/report.json*"))
 
 
 # The committed reports several tests of this module read: each read once (as stored and as typed) and shared. A test
-# that changes one changes its own deep copy; the others only read it.
+# that changes one changes its own deep copy; the others only read it. That every committed report reads as typed
+# records that write back the same is tested by tests/test_committed_reports.py, which reads each once for all its tests.
 SHARED_REPORTS = ("gpu-multispan-reader", "multispan-reader-cpu-reduced", "quick", "v2-from-reader")
 
 
@@ -50,32 +49,6 @@ def _stored(name: str) -> dict:
 def _committed(name: str) -> SavedReport:
     """The committed report ``name`` as ``read_report`` types it, read once: not to be changed (``copy.deepcopy`` it first)."""
     return read_report(_report_file(name))
-
-
-def _set(mapping: dict) -> dict:
-    return {key: value for key, value in mapping.items() if value is not None}
-
-
-@pytest.mark.parametrize("path", REPORT_FILES, ids=lambda path: path.parent.name)
-def test_every_committed_report_reads_as_typed_records_that_write_back_the_same(path):
-    shared = path.parent.name in SHARED_REPORTS  # read here for the module's other tests too; the rest read here alone
-    report = _committed(path.parent.name) if shared else read_report(path)
-    assert isinstance(report.results, ComparisonResults) and all(isinstance(cell, Cell) for cell in report.results.cells)
-    assert report.results.eval["task"] in ("squad-v1.1", "squad-v2.0", "multispanqa")
-    assert all(isinstance(score, np.ndarray) for cell in report.results.cells for score in (cell.f1, cell.counts) if score is not None)
-    stored = upgrade_report(_stored(path.parent.name) if shared else _stored_json(path), str(path))
-    assert report.to_json() == {**_set(stored), "cells": [_set(cell) for cell in stored["cells"]]}
-    summary = report.summary
-    assert all(isinstance(row, Row) and isinstance(row.cell, CellKey) for row in summary.rows)
-    assert all(isinstance(c, Contrast) for c in [*summary.contrasts, *summary.comparisons])
-    assert all(isinstance(key, CellKey) for key in summary.intervals) and isinstance(summary.baseline, CellKey)
-    for name, record in (("selective", SelectiveSummary), ("always_abstain", AgainstAbstaining), ("learning_curve", LearningCurve)):
-        assert getattr(summary, name) is None or isinstance(getattr(summary, name), record), name
-    assert all(isinstance(part, DataSetSummary) and all(isinstance(row.cell, CellKey) for row in part.rows) for part in summary.data_sets or [])
-    assert all(isinstance(key, CellKey) for key in [*(summary.selective.cells if summary.selective else ()),
-                                                    *(summary.always_abstain.cells if summary.always_abstain else ())])
-    # the summary's records write its JSON back key for key, in order: the same numbers, the same text
-    assert json.dumps(summary.to_json()) == json.dumps(stored["summary"])
 
 
 def test_a_cell_key_is_its_run_and_decoding_and_reads_back_from_its_label():
