@@ -40,16 +40,6 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # module imports datasets, which reads the variable once.
 os.environ.setdefault("HF_DATASETS_CACHE", str(Path(tempfile.gettempdir()) / "bio_mrc-tests-datasets-cache"))
 
-# pytest-xdist (``-n auto`` in pyproject.toml) runs one worker a core; torch would give each worker a thread a core, so
-# the workers would share every core with each other's threads. One worker, its share of the cores.
-if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    import torch
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    WORKER_THREADS = max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
-    torch.set_num_threads(WORKER_THREADS)
-    os.environ.setdefault("OMP_NUM_THREADS", str(WORKER_THREADS))  # its subprocesses alike: a result may not depend on who ran it
-
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_V1 = FIXTURES / "sample_squad_v1.json"
 
@@ -69,6 +59,40 @@ _WHOLE_PROPERTY_RUNS = False  # set as pytest configures: does the slow tier run
 def pytest_configure(config: pytest.Config) -> None:
     global _WHOLE_PROPERTY_RUNS
     _WHOLE_PROPERTY_RUNS = _runs_slow(config)
+    if collects_tests(config):
+        _collection_prepared()
+    _workers_share_the_cores()
+
+
+def collects_tests(config: pytest.Config) -> bool:
+    """Whether this process collects the tests: a pytest-xdist worker, or a run without workers (``-n 0``,
+    ``--collect-only``), not the controller, which hands out what its workers collected."""
+    return hasattr(config, "workerinput") or config.getoption("collectonly") or config.getoption("dist", "no") == "no"
+
+
+def _collection_prepared() -> None:
+    """Before the test modules import torch, transformers and the package: the garbage collector passes over young
+    objects every 20,000 allocations and over everything far more rarely, as after collection
+    (:func:`pytest_collection_finish`); at Python's thresholds collecting the tests ran several full collections, each
+    walking every module imported so far, to find next to nothing (imports make few cycles). And Hypothesis is imported:
+    its plugins register their random generators as it is imported, and it checks each one's referrers after a full
+    collection, which here walks pytest's own objects, not every module collection loads; imported after collection's
+    freeze, the frozen objects would hide the referrers."""
+    gc.set_threshold(20_000, 20, 50)
+    import hypothesis  # noqa: F401
+
+
+def _workers_share_the_cores() -> None:
+    """pytest-xdist (``-n auto`` in pyproject.toml) runs one worker a core; torch would give each worker a thread a
+    core, so the workers would share every core with each other's threads. One worker, its share of the cores."""
+    if not os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+        return
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    torch.set_num_threads(threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # its subprocesses alike: a result may not depend on who ran it
 
 
 def property_examples(count: int) -> int:
@@ -121,22 +145,16 @@ SLOW_DESELECTED = pytest.StashKey[int]()
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Move what collection made (every module of torch, transformers and the package, every test item) out of the
     garbage collector's sight: it lives until the end anyway. The Trainer runs a full collection after every training
-    (accelerate's ``release_memory``), which otherwise walks that whole heap each time. Hypothesis is imported first:
-    its plugins register their random generators, and it checks each one's referrers, which frozen objects hide. The
-    package's sources are parsed first where a collected module reads them as trees (tests/read_once.py): a dozen test
-    modules do, and their half a million nodes, kept to the end, would otherwise be walked by every full collection."""
-    import hypothesis  # noqa: F401
-
-    if (read_once := sys.modules.get(f"{__package__}.read_once")) is not None:
-        read_once.parse_package()
+    (accelerate's ``release_memory``), which otherwise walks that whole heap each time. The tests make millions of
+    short-lived objects (parsed reports, Arrow tables, tokenizer output) and few cycles, so full collections found
+    little but cost up to 0.4 s each: a worker collects its young objects every 20,000 allocations (700 by default) and
+    everything far more rarely, from before collection on (:func:`_collection_prepared`, which imports Hypothesis too).
+    The package's sources that tests read as trees (tests/read_once.py) are parsed as a test first reads them, in the
+    worker that runs it, not here in every worker."""
     gc.freeze()
     _trainings_without_full_collections()
     _argparse_messages_looked_up_once()
     _precision_probes_shortened()
-    # The tests make millions of short-lived objects (parsed reports, Arrow tables, tokenizer output) and few cycles, so
-    # full collections found little but cost up to 0.4 s each; a worker collects its young objects every 20,000
-    # allocations (700 by default) and everything far more rarely.
-    gc.set_threshold(20_000, 20, 50)
 
 
 def _trainings_without_full_collections() -> None:

@@ -8,10 +8,6 @@ import ast
 import functools
 from pathlib import Path
 
-import bio_mrc
-
-PACKAGE = Path(bio_mrc.__file__).parent
-
 
 @functools.cache
 def parsed_source(source: str) -> ast.Module:
@@ -33,9 +29,3 @@ def parsed(path: Path) -> ast.Module:
 def walked(path: Path) -> tuple[ast.AST, ...]:
     """Every node of the source file ``path`` as it reads now, in ``ast.walk``'s order."""
     return walked_source(Path(path).read_text(encoding="utf-8"))
-
-
-def parse_package() -> None:
-    """Every source of the package parsed and walked now (tests/conftest.py freezes them with what collection made)."""
-    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyi")]:
-        walked(path)

@@ -5,6 +5,7 @@ those settings set them at start-up."""
 import ast
 import importlib
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -126,18 +127,35 @@ def test_a_command_prints_its_warning_line_whatever_the_filters(misspelt_calibra
         "span), so nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]
 
 
-def _package_warning_classes() -> list[tuple[str, str]]:
-    """(module, class) of each warning class the package defines, read from its source."""
+def _package_sources() -> list[tuple[str, str]]:
+    """(module, source) of each module of the package, in the order of their paths."""
     root = Path(bio_mrc.__file__).parent
-    found = []
-    for path in sorted(root.rglob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        if "Warning" not in source and "Note" not in source:
-            continue  # names no such base: left unparsed, as every worker builds this list when it collects
-        module = ".".join(("bio_mrc", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
-        found += [(module, node.name) for node in walked_source(source)
-                  if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith(("Warning", "Note")) for base in node.bases)]
-    return found
+    return [(".".join(("bio_mrc", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"),
+             path.read_text(encoding="utf-8")) for path in sorted(root.rglob("*.py"))]
+
+
+def _package_warning_classes() -> list[tuple[str, str]]:
+    """(module, class) of each warning class the package defines, read from its source's tree."""
+    return [(module, node.name) for module, source in _package_sources() if "Warning" in source or "Note" in source
+            for node in walked_source(source)
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith(("Warning", "Note")) for base in node.bases)]
+
+
+CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.MULTILINE)
+
+
+def _package_warning_classes_by_text() -> list[tuple[str, str]]:
+    """:func:`_package_warning_classes` read from the sources' ``class`` lines, not from their trees: every worker
+    builds this list as it collects, whichever tests it then runs (tests/test_collection_imports.py). Held to the
+    trees' list by a test."""
+    return [(module, match[1]) for module, source in _package_sources() for match in CLASS_LINE.finditer(source)
+            if any(base.strip().endswith(("Warning", "Note")) for base in match[2].split(","))]
+
+
+def test_the_warning_classes_read_from_class_lines_are_those_of_the_trees():
+    """The parametrisation below (read from ``class`` lines) leaves out no warning class and takes in nothing else."""
+    assert len(_package_warning_classes()) > 10
+    assert sorted(_package_warning_classes_by_text()) == sorted(_package_warning_classes())
 
 
 BASES = {"BioMrcWarning", "InputWarning", "InputNote"}  # what a warning is, not what happened
@@ -173,7 +191,7 @@ SERVE_FLAGS = {"max_connections": "--max-connections", "overwrite": "--overwrite
 BUILT = {"UnknownIdsWarning": lambda cls: cls(MARKED, ["q9"], "preds.json"), "UnheldAnswersWarning": None}
 
 
-@pytest.mark.parametrize(("module", "name"), _package_warning_classes())
+@pytest.mark.parametrize(("module", "name"), _package_warning_classes_by_text())
 def test_every_package_warning_names_arguments_as_each_door_does(module, name, capsys, monkeypatch):
     """A warning's message read the command line's flags to Python callers (``--max-connections 1000 lowered to …``);
     now the keyword there, and the flag on the command line's line, as an error does."""
