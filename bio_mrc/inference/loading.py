@@ -21,8 +21,8 @@ from ..errors import ConfigError, ModelFormatError, a_type
 from ..features.pair_windows import ContextsAlone
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
-from ..model_folder import (BACKENDS, WEIGHT_FILES, check_model_dir, check_model_folder, check_pytorch_folder,  # noqa: F401 (by name)
-                            check_window_frame, checked_model_folder, model_backend, warn_export_beside_weights)
+from ..model_folder import (BACKENDS, WEIGHT_FILES, check_and_read_model_folder, check_model_dir, check_model_folder,  # noqa: F401 (by name)
+                            check_pytorch_folder, check_window_frame, model_backend, warn_export_beside_weights)
 from ..model import WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import cached_folder, check_name_given, local_folder, named_as_given, shown_model_name
 from ..io import READ_TRIES, files_state, read_in_one_state
@@ -107,7 +107,7 @@ class TrainedModel:
             ort_thread_variable()  # a malformed ORT_INTRA_OP_NUM_THREADS: refused before the graph is parsed
         read = check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         # sizes, weights (that the config builds: on the meta device), tokenizer, positions; before any allocation
-        checked = checked_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering,
+        checked = check_and_read_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering,
                                        onnx=backend == "onnx", read=read)
         config = checked.config
         _check_decodings(config.get("heads", HEADS), decodings)  # before a weight (and its progress bar) loads

@@ -75,8 +75,8 @@ from .backends import (
     BACKENDS, ExportBesideWeightsWarning, check_pytorch_folder, model_backend, warn_export_beside_weights
 )
 from .folder_checks import (
-    CheckedFolder, check_exportable, check_loadable, check_model_dir, check_model_files, check_model_folder,
-    checked_model_folder
+    CheckedFolder, check_and_read_model_folder, check_exportable, check_loadable, check_model_dir, check_model_files,
+    check_model_folder
 )
 
 __all__ = [
@@ -88,12 +88,12 @@ __all__ = [
     "RUN_FILE", "SAFETENSORS_FILE", "SAFETENSORS_INDEX", "SIZE_LIMITS", "SPECIAL_TOKEN_KEYS", "Shape", "TAG_LEVELS",
     "TEMPLATE_TOKEN_KEYS", "TOKENIZER_FILE", "TOKENIZER_JSON_FILES", "TOKENIZER_MISSING", "TOKENIZER_SETTINGS",
     "TRAINING_LOG_FILE", "TUNED_ON_FIELDS", "UnusedSettingWarning", "VOCABULARY_FILES", "WEIGHT_FILES", "WINDOW_FIELDS",
-    "WINDOW_MINIMUMS", "building_on_meta", "built_on_meta", "check_bidirectional", "check_convertible",
+    "WINDOW_MINIMUMS", "building_on_meta", "built_on_meta", "check_and_read_model_folder", "check_bidirectional", "check_convertible",
     "check_encoder_classes", "check_encoder_files", "check_encoder_folder", "check_exportable", "check_file_kinds", "check_floating_weights",
     "check_head_settings", "check_loadable", "check_model_dir", "check_model_files", "check_model_folder",
     "check_model_type_named", "check_onnx", "check_plain_direction", "check_plain_sizes", "check_pytorch_folder",
     "check_qa_files", "check_reads_both_ways", "check_records", "check_settings", "check_sizes", "check_tokenizer",
-    "check_weights_fit", "check_weights_present", "check_window_frame", "checked_model_folder", "checked_record", "decoder_only",
+    "check_weights_fit", "check_weights_present", "check_window_frame", "checked_record", "decoder_only",
     "expected_shapes", "fail", "foreign_model", "is_finite_number", "is_model_temporary", "is_plain_int",
     "meta_build", "model_backend", "non_finite_as", "not_a_file", "one_build", "pickled_weight_files", "qa_architecture",
     "qa_model_architecture", "read_config", "read_json_object", "remove_model_temporaries", "remove_replaced_model_files", "safetensors_shapes",

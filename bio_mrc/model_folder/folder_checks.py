@@ -28,7 +28,7 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     (a ``PreTrainedModel`` class) adds the check that the weights are exactly those it builds from the config;
     ``onnx`` checks ``model.onnx`` instead of PyTorch weights. ``read``: its ``config.json`` as the caller parsed it
     already (:func:`read_json_object`), which is then not read again."""
-    return checked_model_folder(folder, model_class, tokenizer_required, onnx, read).config
+    return check_and_read_model_folder(folder, model_class, tokenizer_required, onnx, read).config
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class CheckedFolder:
     tokenizer: Any
 
 
-def checked_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,
+def check_and_read_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,
                          onnx: bool = False, read: dict[str, Any] | None = None) -> CheckedFolder:
     """:func:`check_model_folder`, returning what its checks read (:class:`CheckedFolder`): each file is read once."""
     folder = Path(folder)
