@@ -50,7 +50,7 @@ def check_qa_folder(folder: Path) -> dict[str, Any]:
     found, expected = ({name: shape for name, shape in shapes.items() if not any(part in name for part in IGNORED_WEIGHTS)}
                        for shapes in read)
     check_weights_fit(folder, found, expected)
-    check_qa_files(folder, read[0])  # its tokenizer, as convert checks it before torch loads; the headers as read above
+    check_qa_files(folder, headers_read=True)  # its tokenizer, as convert checks it before torch loads
     return config
 
 

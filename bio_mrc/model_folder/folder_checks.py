@@ -44,7 +44,7 @@ class CheckedFolder:
 
 
 def check_and_read_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,
-                         onnx: bool = False, read: dict[str, Any] | None = None) -> CheckedFolder:
+                                onnx: bool = False, read: dict[str, Any] | None = None) -> CheckedFolder:
     """:func:`check_model_folder`, returning what its checks read (:class:`CheckedFolder`): each file is read once."""
     folder = Path(folder)
     checked = _checked_files(folder, tokenizer_required, onnx, read)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
 
 from ..errors import ModelFormatError
 from ..transformers_registration import MODEL_TYPE
@@ -43,11 +42,11 @@ def check_convertible(folder: Path, name: str | Path) -> str:
 QA_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 
 
-def check_qa_files(folder: Path, shapes: Mapping[str, tuple[int, ...]] | None = None) -> None:
+def check_qa_files(folder: Path, headers_read: bool = False) -> None:
     """A QA model folder holds the files a conversion reads, checked without torch: a ``config.json`` naming its
     ``model_type`` with sizes in bounds and reading both ways, safetensors weights whose headers parse, and a tokenizer of
-    its own whose files parse (``tokenizer.json``'s ids within ``vocab_size``). ``shapes``: the weights' shapes as the
-    caller read them from those headers already (:func:`weight_shapes`), which are then not read again."""
+    its own whose files parse (``tokenizer.json``'s ids within ``vocab_size``). ``headers_read``: the caller has read those
+    headers already (:func:`weight_shapes`), which are then not read again."""
     config = special_floats(read_json_object(folder, "config.json"))
     check_model_type_named(config, folder, where="")
     check_plain_sizes({"encoder": config}, folder, where="")
@@ -55,7 +54,7 @@ def check_qa_files(folder: Path, shapes: Mapping[str, tuple[int, ...]] | None = 
     check_weights_present(folder)
     if not any((folder / name).is_file() for name in QA_TOKENIZER_FILES):
         raise ModelFormatError(f"no tokenizer ({', '.join(QA_TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
-    if shapes is None:
+    if not headers_read:
         weight_shapes(folder)
     check_tokenizer(folder, config.get("vocab_size", SIZE_LIMITS["vocab_size"]), required=False)
 
