@@ -157,6 +157,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     _precision_probes_shortened()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After pytest's last look for exceptions raised in finalizers (a full collection in its own
+    ``pytest_unconfigure``, which this follows), what is left lives until the process exits: frozen, neither pytest's
+    second full collection nor the interpreter's at exit walks it again. In a worker those walks took seconds after its
+    last test, and the controller waits for every worker to exit."""
+    gc.freeze()
+
+
 def _trainings_without_full_collections() -> None:
     """Each training starts with accelerate's ``release_memory``, a full collection to hand GPU memory back between
     trainings: a worker trains a hundred-odd tiny models on the CPU, and each full collection walks every object the
