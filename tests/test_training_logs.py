@@ -14,7 +14,8 @@ from bio_mrc.inference.during_training import TrainingEvaluator
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.training.config import TrainConfig
 from bio_mrc.training.run_start import SharedHeldOutWarning
-from bio_mrc.training.saving import LOG_DIR, load_training_log
+from bio_mrc.training.run_records import load_training_log
+from bio_mrc.training.saving import LOG_DIR
 from bio_mrc.training.train import train_model
 
 from .conftest import SAMPLE_V1, write_browser_eval_file

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..training.saving import load_training_log
+from ..training.run_records import load_training_log
 from .results import Cell
 
 TRAINING_LOSS_PLOT = "training loss"  # the key of the figure in the report's plots

@@ -19,6 +19,7 @@ from ..model_records import RUN_FILE
 from ..plurals import counted
 from ..types import Example
 from .config import TrainConfig
+from .run_records import load_run_record
 
 WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
 
@@ -122,7 +123,7 @@ def finished_run(output_dir: str | Path, resume: bool, overwrite: bool) -> dict[
     """Before any work: the run record of a run that was stopped while saving its finished model, which ``resume``
     completes (:func:`~bio_mrc.training.saving.finish_stopped_save`) rather than training again; None where there is
     none. A folder holding another finished model is refused unless ``overwrite``, which replaces even a damaged one."""
-    from .saving import finish_stopped_save, load_run_record  # they import torch
+    from .saving import finish_stopped_save  # it imports torch
 
     if resume and not overwrite:
         checked_record(Path(output_dir), RUN_FILE)  # refused as a model's loading refuses it, before the card is written

@@ -1,18 +1,16 @@
 """The trained model's folder: how the model appears in it atomically, and its run record (what may be trained into:
-:mod:`.output_folder`)."""
+:mod:`.output_folder`; the records read back, without torch: :mod:`.run_records`)."""
 
 from __future__ import annotations
 
 import filecmp
 import glob
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from transformers import Trainer
 
-from ..data.json_reader import read_json
-from ..errors import DataFormatError, OutputError
+from ..errors import OutputError
 from ..hub import hub_failure
 from ..io import atomic_move_files, atomic_write_json, remove_file, remove_tree
 from ..model import RUN_FILE
@@ -20,6 +18,7 @@ from ..model_card import clear_model_card, write_model_card
 from ..model_folder import (PICKLED_WEIGHTS, SAFETENSORS_FILE, SAFETENSORS_INDEX, TRAINING_LOG_FILE, remove_model_temporaries,
                             remove_replaced_model_files)
 from .checkpoints import CHECKPOINT_DIR, checkpoint_step
+from .run_records import load_run_record
 from .output_folder import LOG_DIR, STAGING_DIR, TRAINING_WRITES, check_inputs_kept, check_output_folder, checkpoint_strangers  # noqa: F401 (named here too)
 
 
@@ -113,24 +112,5 @@ def push_final_model(trainer: Trainer, output_dir: Path, files: Sequence[str]) -
                           f"failed ({hub_failure(err)}); only the upload is missing", str(output_dir)) from None
 
 
-def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
-    """The log history a model folder keeps (one dict per logged step: loss, learning_rate, eval_*, step,
-    epoch), or None for a folder that keeps none."""
-    path = Path(model_dir) / TRAINING_LOG_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
-    """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved). One that
-    cannot be read (cut short, not UTF-8, a folder, no JSON object) raises a DataFormatError naming it."""
-    path = Path(model_dir) / RUN_FILE
-    if not path.exists():
-        return None
-    record = read_json(path)
-    if not isinstance(record, dict):
-        raise DataFormatError(f"a run record is a JSON object, got a JSON {type(record).__name__}", source=str(path))
-    return record
-
-
-__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "TRAINING_WRITES", "load_training_log", "check_inputs_kept",
-           "check_output_folder", "finish_stopped_save", "load_run_record", "push_final_model", "save_final_model"]
+__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "TRAINING_WRITES", "check_inputs_kept",
+           "check_output_folder", "finish_stopped_save", "push_final_model", "save_final_model"]

@@ -37,8 +37,8 @@ from .run_checks import check_best_metric, check_run_options
 from .run_start import FinishedModelError, SharedHeldOutWarning, WindowsFittedWarning, finished_run, fit_default_windows, warn_shared_held_out
 from .training_args import check_run_trackers
 from .training_questions import check_training_questions
-from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
-                     save_final_model)
+from .run_records import load_run_record, load_training_log
+from .saving import TRAINING_LOG_FILE, check_output_folder, push_final_model, save_final_model
 from .trainer import (
     Evaluator, HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, starting_point,
     training_arguments,
