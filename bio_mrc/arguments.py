@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numbers
 import os
+import sys
 import warnings
 from typing import Any
-
-import numpy as np
 
 from .errors import ConfigError, LimitPastDataWarning, a_type, argument
 from .plurals import counted
@@ -47,8 +46,10 @@ def count_argument(value: Any, name: str, call: str, optional: bool = True) -> A
 
 
 def is_flag(value: Any) -> bool:
-    """A yes/no as a caller may hold it: a Python or numpy bool (``np.True_``), never a number, a string or None."""
-    return isinstance(value, (bool, np.bool_))
+    """A yes/no as a caller may hold it: a Python or numpy bool (``np.True_``), never a number, a string or None. A numpy
+    bool exists only where numpy is imported: this module, read by the command line's options, never imports it."""
+    numpy = sys.modules.get("numpy")
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
 
 
 def check_flag(value: Any, name: str) -> bool:

@@ -6,6 +6,8 @@ is built, so it never holds a stale copy), ``minimum``, ``exclusive_minimum``, `
 tuple field they bound each item), ``schema`` (a field schema given whole; its ``problem``, if any,
 is the error message) and ``help`` (the description; a function of no arguments too, called alike). The command-line
 options (:mod:`bio_mrc.config_options`) read the same metadata, so an option, its range and its help are written once.
+Reading the metadata and writing the schema need no jsonschema: it loads with the first check
+(:func:`schema_validator`), so a command's ``--help`` reads its options without it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import math
 import numbers
 import types
 import typing
-from typing import Any, Iterable, Mapping
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .errors import ConfigError
 from .json_syntax import json_value
+
+if TYPE_CHECKING:
+    import jsonschema
 
 BOUNDS = {"minimum": "minimum", "exclusive_minimum": "exclusiveMinimum", "maximum": "maximum",
           "exclusive_maximum": "exclusiveMaximum", "min_length": "minLength"}
@@ -35,10 +38,19 @@ def whole_number(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-# JSON Schema counts 1.0 as an integer; a count given as 1.0 is refused here, as Python's range() would.
-_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, value: whole_number(value))
-Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPE_CHECKER)
+@functools.cache
+def _validator_class() -> type[jsonschema.Draft202012Validator]:
+    """Draft 2020-12's validator with one change: JSON Schema counts 1.0 as an integer; a count given as 1.0 is refused
+    here, as Python's range() would."""
+    import jsonschema
+
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _checker, value: whole_number(value))
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+
+
+def schema_validator(schema: Mapping[str, Any]) -> jsonschema.Draft202012Validator:
+    """The package's validator of ``schema`` (a count is a whole number, never 1.0)."""
+    return _validator_class()(schema)
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
@@ -111,7 +123,7 @@ def schema_errors(instance: Any, schema: Mapping[str, Any]) -> list[str]:
     infinity as ``key.path must be a finite number, got NaN``, spelt as JSON spells it, and no bound it breaks besides."""
     non_finite = dict(_non_finite(instance, ()))
     found = [(path, 0, f"{_key_path(path)} must be a finite number, got {json_value(value)}") for path, value in non_finite.items()]
-    for error in Validator(schema).iter_errors(instance):
+    for error in schema_validator(schema).iter_errors(instance):
         if tuple(error.absolute_path) in non_finite:
             continue
         # a schema's own "problem" says in words what a pattern means
@@ -224,5 +236,5 @@ def _plain_number(value: Any) -> Any:
     return int(value) if whole_number(value) else float(value)
 
 
-__all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_field_values", "check_fields", "dataclass_schema", "field_choices", "field_schema",
-           "schema_errors", "schema_message", "unasked_defaults", "unasked_fields", "whole_number"]
+__all__ = ["SEED_RANGE", "UnaskedFloat", "check_field_values", "check_fields", "dataclass_schema", "field_choices", "field_schema",
+           "schema_errors", "schema_message", "schema_validator", "unasked_defaults", "unasked_fields", "whole_number"]

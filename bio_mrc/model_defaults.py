@@ -37,6 +37,9 @@ MODEL_FORMAT = 1
 # 99% of its training answer spans fit, at least this: bio_mrc.training.answer_lengths).
 MAX_ANSWER_LENGTH = 30
 ANSWER_LENGTH_COVERAGE = 0.99
+# The bound on a saved tuned setting (thresholds, priors, calibrators, far smaller) and on a decoding's length prior:
+# larger ones overflow the decoding.
+MAX_SETTING = 1e6
 
 # Windows per forward batch when answering. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
 # (bench_inference.py --levers; their activations stay in cache). Training measures auto's inference precision at
@@ -104,6 +107,6 @@ def windows_that_fit(positions: int) -> str:
 
 
 __all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE",
-           "HEADS", "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "MODEL_FORMAT", "POSITIONS_AFTER_PADDING", "QA_WINDOWS",
+           "HEADS", "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "MAX_SETTING", "MODEL_FORMAT", "POSITIONS_AFTER_PADDING", "QA_WINDOWS",
            "ANSWER_LENGTH_COVERAGE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT",
            "config_window_positions", "qa_windows", "window_positions", "windows_that_fit"]

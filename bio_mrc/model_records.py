@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config_schema import Validator, schema_message
+from .config_schema import schema_message, schema_validator
 from .json_syntax import json_value
 from .evaluation_record import EVAL_FILE
 from .question_fingerprint import MAX_BASE64_CHARS, MAX_QUESTIONS, fingerprint_problem
@@ -87,7 +87,7 @@ RECORD_SCHEMAS = {RUN_FILE: RUN_RECORD_SCHEMA, EVAL_FILE: EVAL_RECORD_SCHEMA}
 def record_problem(name: str, record: Any) -> str | None:
     """What is wrong with the record ``name`` (a key of :data:`RECORD_SCHEMAS`) as the card reads it, in one line
     naming the field (``train.encoder: 5 is not of type "string", "null"``); None when nothing is."""
-    errors = sorted(Validator(RECORD_SCHEMAS[name]).iter_errors(record), key=lambda error: [str(p) for p in error.absolute_path])
+    errors = sorted(schema_validator(RECORD_SCHEMAS[name]).iter_errors(record), key=lambda error: [str(p) for p in error.absolute_path])
     if not errors:
         fingerprint = record.get("training_questions") if name == RUN_FILE else None
         problem = fingerprint_problem(fingerprint) if fingerprint else None

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .answer_text import normalize_answer
 from .errors import BioMrcError, DataFormatError
 from .json_syntax import json_value
 from .plurals import number_form
@@ -341,6 +340,8 @@ class TaskEntry:
     def answer_key(self, answer_text: str) -> str:
         """An :meth:`answer_text` as two answers agree by: a span list's set of normalised span texts (the order of its
         spans and a repeated text are no difference, as for the metrics), else the normalised text."""
+        from .answer_text import normalize_answer  # text and array code, loaded where answers are compared, not with the tables
+
         if not self.multi_span_answers:
             return normalize_answer(answer_text)
         return "\n".join(sorted({normalize_answer(line) for line in answer_text.split("\n")}))

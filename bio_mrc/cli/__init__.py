@@ -1,8 +1,9 @@
 """``bio-mrc``: a thin command line over the library. Each command parses, calls, prints.
 
 Building the parser loads only light modules (the config dataclasses and their option tables); torch,
-transformers and datasets load inside the command that runs a model, so ``--help`` answers at once
-(tests/test_cli_startup.py checks that ``--version`` imports no torch). One module a job: ``parser`` (the options),
+transformers and datasets load inside the command that runs a model, numpy and jsonschema where a command computes or
+validates, so ``--help`` answers at once (tests/test_cli_startup.py checks that ``--version`` and every ``--help``
+import none of them). One module a job: ``parser`` (the options),
 ``options`` and ``command_data`` (what options and data files become), one module per command or pair of commands,
 ``console`` (what the process shows and how it ends), ``bar_variables`` (tqdm's own ``TQDM_*`` settings, checked
 before any work).

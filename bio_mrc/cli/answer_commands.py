@@ -14,7 +14,6 @@ from ..errors import ConfigError
 from ..config_options import config_from_args
 from ..data.text import check_not_questions, read_text_file
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
-from ..model_folder import check_loadable
 from ..serving.config import ServeConfig
 from .command_data import check_span_count_option, data_source, format_task, prediction_questions
 from .options import check_model_at_hand, decode_config
@@ -122,6 +121,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
 def _loadable(args: argparse.Namespace, model: str | None = None):
     """The check of a model folder (:func:`~bio_mrc.model_folder.check_loadable`) with the command's model, precision and
     device, as its loading makes it."""
+    from ..model_folder import check_loadable  # the folder's checks, read as the command runs (--help reads none)
+
     return lambda folder: check_loadable(folder, model or args.model, precision=args.precision, device=args.device)
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from ..config_options import refuse_non_finite
 from ..errors import ConfigError
 from ..io import check_folder_free, check_folder_target, check_library_path, check_outputs_apart
-from ..model_folder import CONVERT_STAGING_DIR, EXPORT_STAGING_DIR, check_convertible, check_exportable
 from .options import check_model_at_hand
 
 
@@ -43,6 +42,8 @@ def check_output_folder(args: argparse.Namespace, model_folder: Path | None, sta
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from ..model_folder import EXPORT_STAGING_DIR, check_exportable  # the folder's checks, read as the command runs (--help reads none)
+
     unread = [name for name, owner in EXPORT_OPTIONS.items() if getattr(args, name) is not None and owner != args.format]
     if unread:
         named, one = " and ".join(f"--{name}" for name in unread), len(unread) == 1
@@ -68,6 +69,8 @@ def _check_export_options(given: dict) -> None:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    from ..model_folder import CONVERT_STAGING_DIR, check_convertible  # the folder's checks, read as the command runs (--help reads none)
+
     check_library_path(check_folder_target(args.output))  # as the conversion checks them, before torch loads
     folder = check_model_at_hand(args.model, args.revision, lambda folder: check_convertible(folder, args.model))
     check_output_folder(args, folder, CONVERT_STAGING_DIR)

@@ -15,7 +15,7 @@ from ..config_options import check_options, config_from_args, options_given
 from ..config_schema import SEED_RANGE
 from ..errors import ConfigError, argument
 from ..io import home_expanded, printable_line
-from ..decoding.postprocess import DecodeConfig
+from ..decoding.config import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from ..training.config import TrainConfig
 from .torch_threads import runs_a_model

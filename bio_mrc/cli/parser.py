@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from .. import __version__, registry
 from ..argument_parser import RUN_QA_NOTE, CommandLineParser, EveryUse
 from ..config_options import add_config_options, number_option
-from ..decoding.postprocess import DecodeConfig
+from ..decoding.config import DecodeConfig
 from ..harness.config import PRESETS
-from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from ..metrics.bootstrap_settings import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from ..model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
 from ..inference.defaults import (DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE,
                                  INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS)

@@ -13,7 +13,7 @@ from typing import Iterator, Mapping
 from ..errors import ConfigError, ModelFormatError, command_line_text
 from ..data.sources import default_data_dir
 from ..io import check_folder_target, check_library_path, check_outputs_apart, names_a_pattern, printable_line
-from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from ..metrics.bootstrap_settings import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers

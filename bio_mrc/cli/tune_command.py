@@ -8,10 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..decoding.postprocess import DecodeConfig
+from ..decoding.config import DecodeConfig
 from ..errors import ConfigError
 from ..io import check_file_target, check_folder_target, check_outputs_apart, printable_line
-from ..model_folder import check_loadable
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
 from .options import check_model_at_hand, decode_config
@@ -19,6 +18,7 @@ from .options import check_model_at_hand, decode_config
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from ..inference.tuning_checks import check_tunable, held_for_tuning, tuning_folder
+    from ..model_folder import check_loadable
 
     options = decode_config(args, require_answer=False)  # its ranges checked first, before the model is looked up
     target = tuning_folder(args.model, args.output_dir)

@@ -72,13 +72,13 @@ from ..arguments import MAX_COUNT, first_questions
 from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors, unasked_defaults, unasked_fields
 from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
-from ..decoding.postprocess import DecodeConfig, available_decodings
+from ..decoding.config import DecodeConfig
 from ..errors import ConfigError, InputNote, argument
 from ..io import home_expanded
 from ..json_syntax import json_kind, json_value
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
-from .summary_records import CellKey
+from .cell_key import CellKey
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "multispan-reader")
 # Each seed trains one model a run (and a fold): a thousand are more than a study of seed variance trains, and past them
@@ -218,7 +218,7 @@ class CompareConfig:
 
     def cells(self) -> list[str]:
         """Every cell, ``"run/decoding"``, in report order (runs as listed, decodings as the heads allow)."""
-        return [str(CellKey(r.name, d)) for r in self.runs for d in available_decodings(r.train.heads)]
+        return [str(CellKey(r.name, d)) for r in self.runs for d in registry.decodings_for(r.train.heads)]
 
     def with_overrides(
         self, seeds: list[int] | None = None, encoder: str | None = None, runs: list[str] | None = None
@@ -232,7 +232,7 @@ class CompareConfig:
         if unknown := [name for name in names if name not in known]:
             raise ConfigError(f"unknown run(s) {json_value(unknown)}; the runs of {json_value(self.name)} are {_json_list(known)}")
         kept = [r for r in self.runs if r.name in names]
-        cells = [str(CellKey(r.name, d)) for r in kept for d in available_decodings(r.train.heads)]
+        cells = [str(CellKey(r.name, d)) for r in kept for d in registry.decodings_for(r.train.heads)]
         contrasts = [pair for pair in self.contrasts if all(cell in cells for cell in pair)]
         left_out = self.baseline if self.baseline is not None and self.baseline not in cells else self.baseline_left_out
         return replace(self, runs=kept, contrasts=contrasts, baseline=self.baseline if self.baseline in cells else None,
@@ -461,7 +461,7 @@ def _check_length_prior_tuning(config: CompareConfig) -> None:
         if not config.cross_validation:
             raise ConfigError(f"{where}: {json_value(run.length_prior_tuning)} tunes on the training questions of each cross-validation fold; "
                               "add 'cross_validation' or leave it out")
-        if not set(available_decodings(run.train.heads)) & set(registry.length_prior_decodings()):
+        if not set(registry.decodings_for(run.train.heads)) & set(registry.length_prior_decodings()):
             raise ConfigError(f"{where}: run {json_value(run.name)} ({run.train.heads}) has no decoding the BIO length prior applies to")
         if config.decode.bio_length_prior is not None or config.tune is not None:
             raise ConfigError(f"{where}: the prior is tuned on the folds' training questions, so neither 'decode.bio_length_prior' "

@@ -14,9 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-# Every interval and p-value of a report: this many bootstrap resamples, drawn from this seed (reports are reproducible).
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 0
+from .bootstrap_settings import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 __all__ = [
     "BootstrapResult",

@@ -12,7 +12,7 @@ from .. import registry
 from ..arguments import MAX_COUNT
 from ..errors import InputWarning
 from ..json_syntax import json_value
-from ..model_defaults import BIO_LOSS_REDUCTIONS, HEADS, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
+from ..model_defaults import BIO_LOSS_REDUCTIONS, HEADS, MAX_SETTING, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .config_reading import is_finite_number, is_plain_int
 from .encoder_checks import SIZE_LIMITS
 from .files import fail
@@ -22,8 +22,6 @@ WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
 WINDOW_MINIMUMS = {"max_seq_length": 1, "doc_stride": 0, "max_query_length": 1}  # as TrainConfig bounds them
 
 TAG_LEVELS = ("word", "subword")  # as bio_mrc.features.windows reads them
-
-MAX_SETTING = 1e6  # tuned thresholds, priors and calibrators are far smaller; larger ones overflow the decoding
 
 
 def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder: Path) -> None:
