@@ -122,6 +122,18 @@ def test_loading_reads_the_weights_header_and_parses_tokenizer_json_once(saved_m
     assert trained.tokenizer(*probe, return_offsets_mapping=True) == before.tokenizer(*probe, return_offsets_mapping=True)
 
 
+def test_an_encoder_folder_check_reads_the_weights_header_once(tiny_encoder_dir, tmp_path, monkeypatch):
+    """check_encoder_folder (training from an encoder) read the safetensors header in its files' check, then again for
+    the shapes the encoder's class builds."""
+    from bio_mrc.model_folder import check_encoder_folder
+
+    folder = copy_of(tiny_encoder_dir, tmp_path)
+    opened = package_opens(monkeypatch, folder, ("model.safetensors", "tokenizer.json"))
+    check_encoder_folder(folder)
+    monkeypatch.undo()
+    assert opened == {"model.safetensors": 1, "tokenizer.json": int((folder / "tokenizer.json").is_file())}
+
+
 def _with_raw_header(path: Path, text: bytes) -> None:
     """Replace a safetensors file's header with ``text`` (the tensors' bytes stay where they are)."""
     data = path.read_bytes()

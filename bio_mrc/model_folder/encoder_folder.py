@@ -28,12 +28,12 @@ def check_encoder_folder(folder: str | Path) -> None:
     each tensor it builds saved with its shape (pickled ``pytorch_model.bin`` or its shards read as tensors only,
     :mod:`bio_mrc.pickled_weights`)."""
     folder = Path(folder)
-    config = check_encoder_files(folder)
+    config, shapes = _checked_encoder_files(folder)
     _check_activation(config, folder, "")
     _check_heads_divide(config, folder, "")
     model = check_bidirectional(config, folder)
-    if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
-        file, shapes = SAFETENSORS_FILE, weight_shapes(folder)
+    if shapes is not None:  # the safetensors headers, as the files' check read them
+        file = SAFETENSORS_FILE
     else:
         file, shapes = _pickled_weight_shapes(folder)
     if model is not None:
@@ -46,7 +46,12 @@ def check_encoder_files(folder: str | Path) -> dict[str, Any]:
     reading both ways, its sizes, weights (``model.safetensors`` or its shards, their headers read as a model's are;
     pickled weights, or the shards their index names, present), tokenizer files that parse, a tokenizer's vocabulary
     (:data:`VOCABULARY_FILES`) and ``tokenizer.json``'s ids within ``vocab_size``. Returns the config."""
-    folder = Path(folder)
+    return _checked_encoder_files(Path(folder))[0]
+
+
+def _checked_encoder_files(folder: Path) -> tuple[dict[str, Any], dict[str, tuple[int, ...]] | None]:
+    """:func:`check_encoder_files`' config, with each tensor's shape from the safetensors headers it read (None for
+    pickled weights, which it finds present without reading them)."""
     if folder.exists() and not folder.is_dir():
         raise fail(folder, None, "is a file, not an encoder's folder (its config.json, weights and tokenizer files)")
     check_file_kinds(folder)
@@ -57,8 +62,9 @@ def check_encoder_files(folder: str | Path) -> dict[str, Any]:
     check_model_type_named(config, folder, where="")
     check_plain_direction(config, folder, where="")
     check_plain_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
+    shapes = None
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
-        weight_shapes(folder)
+        shapes = weight_shapes(folder)
     elif any((folder / name).is_file() for name in PICKLED_WEIGHTS):
         pickled_weight_files(folder)
     else:
@@ -71,7 +77,7 @@ def check_encoder_files(folder: str | Path) -> dict[str, Any]:
                                  f"file): {_without_vocabulary(folder)}")
     if (folder / TOKENIZER_FILE).is_file() and "vocab_size" in config:  # one left out takes its class's default
         _check_token_ids(folder, _read_tokenizer(folder), config["vocab_size"])
-    return config
+    return config, shapes
 
 
 def _check_encoder_weights(folder: Path, found: Mapping[str, tuple], model: Any, file: str = SAFETENSORS_FILE) -> None:
