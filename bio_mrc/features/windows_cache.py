@@ -103,34 +103,31 @@ def mark_used_and_prune(used: Path, budget_bytes: int) -> list[Path]:
     """Mark ``used`` as just used, then remove the least recently used other windows files of its folder while the
     folder's windows files come to more than ``budget_bytes``. Only files named as windows files are touched; one
     that cannot be removed (open elsewhere, on a system that forbids that) is left. A temporary file that a killed run
-    left (:data:`STALE_TEMPORARY_SECONDS` old) goes too. Returns the files removed."""
+    left (:data:`STALE_TEMPORARY_SECONDS` old) goes too. Returns the files removed. One pass over the folder, one
+    ``stat`` a file named as the cache's: a folder of many cached windows is read once a call."""
     with contextlib.suppress(OSError):
         os.utime(used)
-    removed = _remove_stale_temporary_files(used.parent)
-    others = []
-    for path in used.parent.iterdir():
-        if path != used and _WINDOWS_FILE.fullmatch(path.name) and path.is_file():
+    removed, others, now = [], [], time.time()
+    with os.scandir(used.parent) as entries:
+        for entry in entries:
+            windows, temporary = _WINDOWS_FILE.fullmatch(entry.name), _TEMPORARY_FILE.fullmatch(entry.name)
+            if entry.name == used.name or not (windows or temporary):
+                continue
             with contextlib.suppress(OSError):
-                stat = path.stat()
-                others.append((stat.st_mtime, stat.st_size, path))
+                if not entry.is_file():
+                    continue
+                stat = entry.stat()
+                if windows:
+                    others.append((stat.st_mtime, stat.st_size, entry.path))
+                elif now - stat.st_mtime > STALE_TEMPORARY_SECONDS:
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
     total = sum(size for _, size, _ in others) + (used.stat().st_size if used.exists() else 0)
     for _, size, path in sorted(others):
         if total <= budget_bytes:
             break
         with contextlib.suppress(OSError):
-            path.unlink()
+            os.unlink(path)
             total -= size
-            removed.append(path)
-    return removed
-
-
-def _remove_stale_temporary_files(folder: Path) -> list[Path]:
-    """The temporary files of ``folder`` last written over :data:`STALE_TEMPORARY_SECONDS` ago, removed."""
-    removed, now = [], time.time()
-    for path in folder.iterdir():
-        if _TEMPORARY_FILE.fullmatch(path.name) and path.is_file():
-            with contextlib.suppress(OSError):
-                if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
-                    path.unlink()
-                    removed.append(path)
+            removed.append(Path(path))
     return removed
