@@ -208,10 +208,10 @@ def test_no_number_option_reads_the_digits_of_another_script(capsys, digits):
     (``٠`` too, which --limit read as 0 and refused as no positive number)."""
     from bio_mrc.cli.parser import build_parser
 
-    wrong = []
+    parser, wrong = build_parser(), []  # one parser for every option: a refused parse leaves it as it was
     for command, option, count in _number_options():
         try:
-            build_parser().parse_args([command, *REQUIRED[command], option, *["1"] * (count - 1), digits])
+            parser.parse_args([command, *REQUIRED[command], option, *["1"] * (count - 1), digits])
             code = 0
         except SystemExit as stopped:
             code = stopped.code
