@@ -120,10 +120,7 @@ def check_window_frame(folder: str | Path, tokenizer: Any, saved: Any = None) ->
     if not (folder / TOKENIZER_FILE).is_file():
         return
     if saved is None:
-        from tokenizers import Tokenizer
-
-        # read here, not by tokenizers: it opens a path as UTF-8, not in the locale's file-name encoding
-        saved = Tokenizer.from_str((folder / TOKENIZER_FILE).read_bytes().decode("utf-8"))
+        saved = _read_tokenizer(folder)
     saved.no_padding()
     saved.no_truncation()
     trained = saved.encode(*FRAME_PROBE).ids
