@@ -232,3 +232,40 @@ def test_several_listed_answers_named_squad_are_read_without_the_note(command, t
     assert capsys.readouterr().err.startswith(f"note: 6 questions of {data} list several answers that share no text")
     assert main([*arguments(tmp_path / "named"), "--format", "squad"]) == finished
     assert "share no text" not in capsys.readouterr().err
+
+
+# "Denmark", then more tokens than a window of FeatureConfig(32, 8, 8) holds, then "Iceland": the two parts of one
+# answer lie in different windows
+FAR_APART = "Denmark " + " ".join(["the normans were famed"] * 10) + " Iceland"
+
+
+def part_windows(tiny_tokenizer, context: str, parts: tuple) -> tuple:
+    from bio_mrc.features.config import FeatureConfig
+    from bio_mrc.features.windows import build_features
+    from bio_mrc.types import Example
+
+    example = Example("far", "Which countries?", context, (parts,))
+    return example, build_features([example], tiny_tokenizer, FeatureConfig(32, 8, 8, tag_mentions="annotated"), heads=("span", "bio"))
+
+
+def test_each_window_teaches_the_span_head_the_part_it_holds(tiny_tokenizer):
+    from bio_mrc.tags import TAG_B
+
+    iceland = (len(FAR_APART) - len("Iceland"), len(FAR_APART))
+    _, features = part_windows(tiny_tokenizer, FAR_APART, ((0, 7), iceland))
+    assert len(features) == 2
+    for window, part in zip(features, ("Denmark", "Iceland")):
+        start, end = window["offset_mapping"][window["start_positions"]][0], window["offset_mapping"][window["end_positions"]][1]
+        tagged = [FAR_APART[slice(*window["offset_mapping"][k])] for k, tag in enumerate(window["bio_targets"]) if tag[TAG_B] == 1.0]
+        assert FAR_APART[start:end] == part and tagged == [part]  # the span head learns the part the tagger learns there
+
+
+def test_a_question_whose_first_part_no_window_holds_whole_trains_on_its_other_parts(tiny_tokenizer):
+    from bio_mrc.features.targets import answers_no_window_holds
+
+    context = FAR_APART + " and Norway"
+    long_part = (0, len(FAR_APART) - len(" Iceland"))  # more tokens than a window holds
+    example, features = part_windows(tiny_tokenizer, context, (long_part, (len(context) - 6, len(context))))
+    assert answers_no_window_holds(features, [example]) == []  # not refused as a question no window answers
+    assert context[slice(features[-1]["offset_mapping"][features[-1]["start_positions"]][0],
+                         features[-1]["offset_mapping"][features[-1]["end_positions"]][1])] == "Norway"

@@ -57,6 +57,12 @@ def _span_positions(offsets: np.ndarray, para: np.ndarray, start: int, end: int)
     return int(inside[0]), int(inside[-1])
 
 
+def _first_held_span(offsets: np.ndarray, para: np.ndarray, alternative: Alternative) -> tuple[int, int]:
+    """The tokens of ``alternative``'s first span (in context order) that the window holds whole, ``(0, 0)`` where none."""
+    held = (_span_positions(offsets, para, start, end) for start, end in alternative)
+    return next((position for position in held if position != (0, 0)), (0, 0))
+
+
 @dataclass(frozen=True)
 class Window:
     """One tokenized training window, what a head's ``build_targets`` reads: ``offsets`` (L, 2) character spans
@@ -74,9 +80,10 @@ class Window:
     unscored: tuple[CharSpan, ...] = ()
 
     def span_positions(self) -> list[tuple[int, int]]:
-        """Each alternative's first span as (start, end) tokens, ``(0, 0)`` where this window lacks it;
-        ``[(0, 0)]`` for an unanswerable question."""
-        return [_span_positions(self.offsets, self.paragraph, *alt[0]) for alt in self.answers] or [(0, 0)]
+        """Each alternative's first span that this window holds whole, as (start, end) tokens, ``(0, 0)`` where it
+        holds none; ``[(0, 0)]`` for an unanswerable question. A multi-span answer's parts may lie in different
+        windows: each window that holds one teaches it, as the tagger learns it there, rather than "no answer"."""
+        return [_first_held_span(self.offsets, self.paragraph, alt) for alt in self.answers] or [(0, 0)]
 
     def holds_an_answer(self) -> bool:
         return any(position != (0, 0) for position in self.span_positions())
@@ -94,7 +101,7 @@ class Window:
 def span_targets(window: Window, config: Any) -> dict[str, Any]:
     """The span head's ``start_positions``/``end_positions``: the first annotator's tokens (``one-hot``), or
     (``soft``) distributions over positions, averaged over the annotators. Multi-span alternatives train it on
-    their first span (a start/end head can only name one); unanswerable: ``[CLS]``."""
+    the first span the window holds (a start/end head can only name one); unanswerable: ``[CLS]``."""
     positions = window.span_positions()
     if config.span_targets == "one-hot":
         return {"start_positions": positions[0][0], "end_positions": positions[0][1]}
