@@ -191,8 +191,9 @@ def chosen_thread_variable(environ: Mapping[str, str] | None = None) -> str | No
 def fit_torch_threads(budget: CpuBudget | None = None, environ: Mapping[str, str] | None = None) -> ThreadChoice:
     """Lower torch's intra-op threads to the CPUs this process may use (``budget``, else :func:`cpu_budget`) where
     it runs more, unless ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` is set (the user's choice, left alone); never
-    raises them. Returns what it found and did, which :func:`bio_mrc.machine.machine_description` also states. A
-    program calls it once, before its first forward pass: the package's library calls never change torch's threads."""
+    raises them, and sets a count it keeps again (which also fixes MKL's threads, as a precision probe does). Returns what it found and did, which
+    :func:`bio_mrc.machine.machine_description` also states. A program calls it once, before its first forward pass:
+    the package's library calls never change torch's threads."""
     import torch
 
     variable = chosen_thread_variable(environ)
@@ -203,7 +204,10 @@ def fit_torch_threads(budget: CpuBudget | None = None, environ: Mapping[str, str
         if torch.get_num_threads() > budget.cpus:
             torch.set_num_threads(budget.cpus)
             choice = ThreadChoice(budget.cpus, "CPU quota" if budget.source == "quota" else "affinity mask", budget)
-        else:
+        else:  # set all the same: ATen's set_num_threads also fixes MKL's threads and stops MKL choosing fewer for a
+            # product, so the arithmetic (to the last bit) is the same whether or not a precision probe, which times one
+            # thread and restores the count, ran in this process
+            torch.set_num_threads(torch.get_num_threads())
             choice = ThreadChoice(torch.get_num_threads(), "torch", budget)
     _FITTED["last"] = choice
     return choice

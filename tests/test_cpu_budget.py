@@ -190,7 +190,8 @@ def test_fitting_lowers_torchs_threads_to_the_quota(fake_torch_threads):
 def test_fitting_never_raises_torchs_threads(fake_torch_threads):
     fake_torch_threads["threads"] = 3
     choice = fit_torch_threads(CpuBudget(8, 8, None, "affinity"))
-    assert fake_torch_threads["set"] == [] and (choice.threads, choice.source, choice.lowered) == (3, "torch", False)
+    # the count set again as it is: MKL's threads fixed and its own choice of fewer off, as after a precision probe
+    assert fake_torch_threads["set"] == [3] and (choice.threads, choice.source, choice.lowered) == (3, "torch", False)
     assert threads_description(3) == "3 threads"
 
 

@@ -34,7 +34,7 @@ ALLOWED = {
     "serving": {"core", "data", "model", "features", "decoding", "metrics", "inference", "serving"},
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
-CORE_MODULES = {"types", "answer_text", "tags", "errors", "io", "progress", "precision", "precision_probe", "launcher", "machine", "cpu_budget",
+CORE_MODULES = {"types", "answer_text", "tags", "errors", "io", "progress", "precision", "precision_probe", "launcher", "machine", "cpu_budget", "freed_memory",
                 "fp32_attention", "encoders",
                 "stop_signals",
                 "config_options", "config_schema", "model_folder", "model_records", "pickled_weights",

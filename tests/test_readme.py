@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 SNIPPET = re.compile(r"<!-- tested snippet(?:: (?P<name>[\w-]+))? -->\n```python\n(?P<code>.*?)```", re.S)
-FENCE = re.compile(r"^```.*?^```[^\n]*$", re.S | re.M)
+FENCE = re.compile(r"^```.*?^``` *$", re.S | re.M)
 QUICK_FILE = re.compile(r"<!-- quick start file: (?P<name>[\w.-]+) -->\n```\n(?P<text>.*?)```", re.S)
 QUICK_COMMANDS = re.compile(r"<!-- quick start commands -->\n```bash\n(?P<commands>.*?)```", re.S)
 TINY_WINDOWS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
@@ -178,6 +178,33 @@ def test_results_summary_rows_lie_in_the_summary_table():
     assert rows and start < rows[0] < end, "the Summary table lost its rows"
     astray = [number + 1 for number in rows if not start < number < end]
     assert not astray, f"benchmarks/RESULTS.md: summary rows outside the Summary table, at lines {astray}"
+
+
+OPENING_FENCE = re.compile(r"^(`{3,})[^`]*$")
+
+
+def unclosed_fences(text: str) -> list[str]:
+    """The code blocks a page leaves open, read as CommonMark reads them: a block closes only at a line of at least its
+    fence's backticks and nothing else but spaces, so a fence with text after it on its line (a paragraph run on after
+    the closing backticks) closes nothing, and the prose after it renders as code."""
+    problems, fence, opened = [], "", 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not fence:
+            match = OPENING_FENCE.match(line)
+            fence, opened = (match.group(1), number) if match else ("", 0)
+        elif re.fullmatch(rf"{fence}`* *", line):
+            fence = ""
+        elif line.startswith("```"):
+            problems.append(f"line {number}: text after the backticks, so it does not close the block of line {opened}")
+    return problems + ([f"line {opened}: its code block never closes"] if fence else [])
+
+
+@pytest.mark.parametrize("page", linked_pages(), ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_code_blocks_close_where_they_end(page):
+    assert unclosed_fences("```\ncode\n``` prose\n") == ["line 3: text after the backticks, so it does not close the "
+                                                           "block of line 1", "line 1: its code block never closes"]
+    problems = unclosed_fences(page.read_text(encoding="utf-8"))
+    assert not problems, f"{page.relative_to(ROOT)}: {problems}"
 
 
 def test_every_docs_page_is_linked_from_the_readme():

@@ -25,6 +25,7 @@ from .console import (bars_for_a_log, close_open_bars, escapes_what_stdout_canno
 from .leftovers import no_empty_torch_cache_folder
 from .options import FLAGS, FlagsWhenRead, check_model_names, check_optional_files, decode_text_options, expand_home
 from .parser import add_command_options, build_parser
+from .freed_blocks import keep_freed_blocks_for
 from .torch_threads import threads_fitted, torch_imported
 
 __all__ = ["build_parser", "main"]
@@ -81,6 +82,7 @@ def _run(argv: Sequence[str] | None, torch_before: bool = False) -> int:
         check_optional_files(args)
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
+        keep_freed_blocks_for(args, torch_before)
         with bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)), threads_fitted(args, torch_before):
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit

@@ -19,6 +19,7 @@ from ..inference.defaults import (DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE,
 from ..serving.config import ServeConfig
 from ..training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 from .answer_commands import cmd_extract, cmd_predict, cmd_serve
+from .freed_blocks import reuses_freed_blocks
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
 from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_FORMS, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
                       add_revision_option,
@@ -78,6 +79,7 @@ def _train_options(train: argparse.ArgumentParser) -> None:
     add_data_options(train)
     add_network_options(train)
     train.set_defaults(func=cmd_train)
+    reuses_freed_blocks(train)
 
 
 def _predict_options(predict: argparse.ArgumentParser) -> None:
@@ -103,6 +105,7 @@ def _predict_options(predict: argparse.ArgumentParser) -> None:
     add_config_options(predict, DecodeConfig, exclude=("require_answer",))
     add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
+    reuses_freed_blocks(predict)
 
 
 def _evaluate_options(evaluate: argparse.ArgumentParser) -> None:
@@ -160,6 +163,7 @@ def _tune_options(tune: argparse.ArgumentParser) -> None:
     add_config_options(tune, DecodeConfig, exclude=DECODE_NOT_OPTIONS)
     add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
+    reuses_freed_blocks(tune)
 
 
 def _compare_options(compare: argparse.ArgumentParser) -> None:
@@ -182,6 +186,7 @@ def _compare_options(compare: argparse.ArgumentParser) -> None:
                          help="an earlier report.json (or .json.xz, .json.gz) of this comparison: the models it holds are neither "
                               "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
+    reuses_freed_blocks(compare)
 
 
 def _extract_options(extract: argparse.ArgumentParser) -> None:
