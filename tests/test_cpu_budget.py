@@ -337,6 +337,28 @@ def test_a_fresh_command_sets_the_threads_as_torch_loads_and_a_refusal_loads_no_
     assert refused == {"code": 2, "torch": False, "threads": None, "source": None, "hooks": []}
 
 
+LOOKED_FOR_THEN_IMPORTED = """
+import argparse, importlib.util, json, sys
+import bio_mrc.cpu_budget as budget
+from bio_mrc.cli.torch_threads import FIT_THREADS, threads_fitted
+with threads_fitted(argparse.Namespace(**{FIT_THREADS: True}), torch_before=False):
+    importlib.util.find_spec("torch")  # as transformers asks whether torch is there, before anything imports it
+    looked = "torch" in sys.modules
+    import torch
+    hooks = [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "_AfterTorchLoads"]
+print(json.dumps({"imported_by_the_look": looked, "fitted": budget.fitted_threads() is not None, "hooks": hooks}))
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter that imports torch
+def test_the_threads_are_fitted_when_torch_loads_after_a_library_looked_for_it():
+    environment = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", LOOKED_FOR_THEN_IMPORTED], capture_output=True, text=True,
+                          env={**environment, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"imported_by_the_look": False, "fitted": True, "hooks": []}
+
+
 INTEROP_AFTER_TRAIN_AND_PREDICT = """
 import json, sys
 import torch

@@ -51,22 +51,31 @@ def threads_fitted(args: argparse.Namespace, torch_before: bool) -> Iterator[Non
 
 
 class _AfterTorchLoads(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when ``torch`` is imported it steps aside (once) and has the finder that loads torch
-    fit the threads as soon as torch's module has run."""
+    """Finds nothing itself: when ``torch`` is looked for it hands on the spec the other finders give, its loader set to
+    fit the threads as soon as torch's module has run, and steps aside then. A look that imports nothing (a library's
+    ``importlib.util.find_spec("torch")``, as transformers asks whether torch is there) leaves it in place for the import
+    that follows."""
+
+    def __init__(self) -> None:
+        self._looking = False  # its own look for torch's spec, which passes through the finders again
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
+        if name != "torch" or self._looking:
             return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
         from importlib.util import find_spec
 
-        spec = find_spec("torch")
+        self._looking = True
+        try:
+            spec = find_spec("torch")
+        finally:
+            self._looking = False
         if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
             run_module = spec.loader.exec_module
 
             def exec_module(module: Any) -> None:
                 run_module(module)
+                with contextlib.suppress(ValueError):  # gone already: the command ended
+                    sys.meta_path.remove(self)
                 fit_torch_threads()
 
             spec.loader.exec_module = exec_module  # type: ignore[method-assign]
