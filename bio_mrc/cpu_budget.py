@@ -191,9 +191,9 @@ def chosen_thread_variable(environ: Mapping[str, str] | None = None) -> str | No
 def fit_torch_threads(budget: CpuBudget | None = None, environ: Mapping[str, str] | None = None) -> ThreadChoice:
     """Lower torch's intra-op threads to the CPUs this process may use (``budget``, else :func:`cpu_budget`) where
     it runs more, unless ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` is set (the user's choice, left alone); never
-    raises them, and sets a count it keeps again (which also fixes MKL's threads, as a precision probe does). Returns what it found and did, which
-    :func:`bio_mrc.machine.machine_description` also states. A program calls it once, before its first forward pass:
-    the package's library calls never change torch's threads."""
+    raises them, and sets a count it keeps again (which also fixes MKL's threads, as a precision probe does). Returns
+    what it found and did, which :func:`bio_mrc.machine.machine_description` also states. A program calls it once,
+    before its first forward pass: the package's library calls never change torch's threads."""
     import torch
 
     variable = chosen_thread_variable(environ)
