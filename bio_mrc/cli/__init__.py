@@ -22,10 +22,10 @@ from ..stop_signals import say_interrupted, stops_as_status
 from .bar_variables import check_bar_variables
 from .console import (bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error, reader_gone,
                       streams_closed_by_the_shell)
+from .freed_blocks import keep_freed_blocks_for
 from .leftovers import no_empty_torch_cache_folder
 from .options import FLAGS, FlagsWhenRead, check_model_names, check_optional_files, decode_text_options, expand_home
 from .parser import add_command_options, build_parser
-from .freed_blocks import keep_freed_blocks_for
 from .torch_threads import threads_fitted, torch_imported
 
 __all__ = ["build_parser", "main"]

@@ -19,8 +19,8 @@ from ..inference.defaults import (DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE,
 from ..serving.config import ServeConfig
 from ..training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 from .answer_commands import cmd_extract, cmd_predict, cmd_serve
-from .freed_blocks import reuses_freed_blocks
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
+from .freed_blocks import reuses_freed_blocks
 from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_FORMS, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
                       add_revision_option,
                       add_network_options, add_precision_option, count_option, seed_option)
